@@ -1,0 +1,57 @@
+import type { RequestCtx } from '../context.ts';
+import { reachableAccounts, selectAccount, type AccountAccess } from '../auth/access.ts';
+import { presentAccountIdentity, presentStatusAccount } from './accounts.present.ts';
+import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
+import { toAccess } from '../auth/access.ts';
+
+const RENEWAL_WINDOW_MS = 7 * 86_400_000;
+
+/** The connection record: what this credential is and whether it should be renewed. */
+export function presentConnection(ctx: RequestCtx, access: AccountAccess, mailboxIds: { visible: string[]; denied: string[] }) {
+  const cred = ctx.credential;
+  const now = ctx.now().getTime();
+  const expiresSoon = cred.expiresAt !== null && Date.parse(cred.expiresAt) - now < RENEWAL_WINDOW_MS;
+  const selected = cred.mailboxAccess === 'selected';
+  return {
+    api_key_id: cred.keyId,
+    label: cred.label,
+    token_type: cred.tokenType === 'api' ? 'api' : null,
+    scope: cred.scope,
+    expires_at: cred.expiresAt,
+    last_used_at: cred.lastUsedAt,
+    mailbox_access: cred.mailboxAccess,
+    mailbox_ids: selected ? mailboxIds.visible : [],
+    denied_mailbox_ids: selected ? mailboxIds.denied : [],
+    mailbox_permissions: selected ? cred.mailboxPermissions : {},
+    permissions: access.permissions,
+    agent: ctx.actor.agent && Object.values(ctx.actor.agent).some((v) => v !== null) ? ctx.actor.agent : null,
+    transport: cred.transport,
+    renewal: {
+      recommended: expiresSoon,
+      next_action: expiresSoon ? 'create_new_key' : 'none',
+      browser_url: `${ctx.publicUrl()}/settings/api_keys`,
+    },
+  };
+}
+
+/** Everything both status reads share. */
+export async function loadStatus(ctx: RequestCtx, selector: string | undefined) {
+  const access = await selectAccount(ctx.db, ctx.credential, selector);
+  const reachable = await reachableAccounts(ctx.db, ctx.credential);
+  const accounts = [...reachable.values()]
+    .sort((a, b) => (a.account.id < b.account.id ? -1 : 1))
+    .map((r) => presentAccountIdentity(r.account, toAccess(ctx.credential, r.account, (r as any).role), ctx.credential, reachable));
+  const selectedMailboxIds = Object.keys(ctx.credential.mailboxPermissions);
+  return {
+    access,
+    reachable,
+    account: presentStatusAccount(access.account, access, ctx.credential, reachable, ctx.publicUrl()),
+    default_account_id: ctx.credential.defaultAccountId,
+    accounts,
+    server_version: SERVER_VERSION,
+    client_version: CLIENT_VERSION,
+    connection: presentConnection(ctx, access, { visible: selectedMailboxIds, denied: [] }),
+    user: { id: ctx.credential.user.id, email: ctx.credential.user.email, name: ctx.credential.user.name },
+    dashboard_url: `${ctx.publicUrl()}/`,
+  };
+}

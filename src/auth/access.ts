@@ -1,0 +1,108 @@
+import type { Kysely } from 'kysely';
+import type { AccountsTable, DB, MembershipRole, Scope } from '../db/schema.ts';
+import { AppError } from '../errors.ts';
+import type { Credential } from './credential.ts';
+
+// Tenancy is decided here and only here: which accounts a credential reaches,
+// with which role, and what it may do there. Every adapter goes through it.
+
+export interface Permissions {
+  read: boolean;
+  write: boolean;
+  admin: boolean;
+}
+
+export interface AccountAccess {
+  account: AccountsTable;
+  role: MembershipRole;
+  /** Account-level permissions: the key's scope capped by the person's role. */
+  permissions: Permissions;
+  /** True when the person is an owner or administrator of the account (or owns its agency). */
+  isAccountAdmin: boolean;
+}
+
+const ID_SHAPE = /^acct_[A-Za-z0-9]{1,64}$/;
+
+function scopePermissions(scope: Scope): Permissions {
+  return { read: true, write: scope !== 'mailbox_read', admin: scope === 'mailbox_admin' };
+}
+
+function capByRole(p: Permissions, role: MembershipRole): Permissions {
+  // Collaborators work with mailboxes but never administer them.
+  return role === 'collaborator' ? { ...p, admin: false } : p;
+}
+
+/**
+ * Every account the credential can select, with the person's role there.
+ * Granted accounts need a live membership; client accounts of a granted agency are
+ * reached only by whole-account keys of the agency's owners.
+ */
+export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promise<Map<string, { account: AccountsTable; role: MembershipRole }>> {
+  const out = new Map<string, { account: AccountsTable; role: MembershipRole }>();
+  if (cred.grantedAccountIds.length === 0) return out;
+  const granted = await db
+    .selectFrom('accounts')
+    .innerJoin('memberships', (j) => j.onRef('memberships.account_id', '=', 'accounts.id').on('memberships.user_id', '=', cred.user.id))
+    .selectAll('accounts')
+    .select('memberships.role as role')
+    .where('accounts.id', 'in', cred.grantedAccountIds)
+    .execute();
+  for (const { role, ...account } of granted) out.set(account.id, { account, role });
+
+  const selectedOnly = cred.mailboxAccess === 'selected';
+  if (cred.includeClientAccounts && !selectedOnly) {
+    const ownedAgencies = granted.filter((a) => a.kind === 'agency' && a.role === 'owner').map((a) => a.id);
+    if (ownedAgencies.length) {
+      const clients = await db.selectFrom('accounts').selectAll().where('parent_account_id', 'in', ownedAgencies).execute();
+      for (const c of clients) if (!out.has(c.id)) out.set(c.id, { account: c, role: 'owner' });
+    }
+  }
+  // A selected-mailbox key never leaves its own account.
+  if (selectedOnly) for (const id of [...out.keys()]) if (id !== cred.defaultAccountId) out.delete(id);
+  return out;
+}
+
+/**
+ * Resolves the account a request acts on. An invalid, unknown or ungranted selector is
+ * 403 and never falls back to the default account.
+ */
+export async function selectAccount(db: Kysely<DB>, cred: Credential, selector: string | undefined | null): Promise<AccountAccess> {
+  if (selector !== undefined && selector !== null && !ID_SHAPE.test(selector)) {
+    throw new AppError('ACCOUNT_ACCESS_DENIED', 'account_id is not an account this credential can use.', { account_id: selector });
+  }
+  const wanted = selector ?? cred.defaultAccountId;
+  const reachable = await reachableAccounts(db, cred);
+  const hit = reachable.get(wanted);
+  if (!hit) throw new AppError('ACCOUNT_ACCESS_DENIED', 'account_id is not an account this credential can use.', { account_id: wanted });
+  return toAccess(cred, hit.account, hit.role);
+}
+
+export function toAccess(cred: Credential, account: AccountsTable, role: MembershipRole): AccountAccess {
+  return {
+    account,
+    role,
+    permissions: capByRole(scopePermissions(cred.scope), role),
+    isAccountAdmin: role === 'owner' || role === 'administrator',
+  };
+}
+
+/** Refuses changes to suspended and read-only accounts. Call before every mutation. */
+export function assertMutable(access: AccountAccess): void {
+  if (access.account.suspended_at) {
+    throw new AppError('ACCOUNT_SUSPENDED', undefined, { account_id: access.account.id });
+  }
+  if (access.account.status === 'read_only') {
+    throw new AppError('ACCOUNT_READ_ONLY', undefined, { account_id: access.account.id, read_only: true }, { read_only: true });
+  }
+}
+
+export function requirePermission(access: AccountAccess, needed: keyof Permissions): void {
+  if (!access.permissions[needed]) {
+    throw new AppError('PERMISSION_DENIED', `This credential needs ${needed} permission for this operation.`, { required: needed });
+  }
+}
+
+/** Can the credential reach every mailbox of the account (not only selected ones)? */
+export function hasAllMailboxes(cred: Credential): boolean {
+  return cred.mailboxAccess === 'all';
+}

@@ -1,0 +1,103 @@
+import type { Kysely } from 'kysely';
+import type { DB, MailboxAccess, Scope } from '../db/schema.ts';
+import { AppError, invalidArgument } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { iso } from '../time.ts';
+import { generateApiKey } from './credential.ts';
+import { PLANS } from '../accounts/plans.ts';
+import { recordActivity } from '../activity/activity.service.ts';
+import type { Actor } from '../context.ts';
+
+export const MAX_KEY_LABEL = 100;
+
+export interface CreateKeyInput {
+  userId: string;
+  accountId: string;
+  label?: string | null;
+  scope?: Scope;
+  mailboxAccess?: MailboxAccess;
+  mailboxPermissions?: Record<string, 'read' | 'write'>;
+  expiresAt?: string | null;
+  transport?: string;
+  tokenType?: string;
+}
+
+/** Issues an API key; the token is returned once and only its hash is stored. */
+export async function createApiKey(db: Kysely<DB>, input: CreateKeyInput, actor: Actor, now: Date) {
+  const membership = await db
+    .selectFrom('memberships')
+    .innerJoin('accounts', 'accounts.id', 'memberships.account_id')
+    .select(['memberships.role', 'accounts.kind', 'accounts.plan'])
+    .where('memberships.account_id', '=', input.accountId)
+    .where('memberships.user_id', '=', input.userId)
+    .executeTakeFirst();
+  if (!membership) throw new AppError('ACCOUNT_ACCESS_DENIED', 'That person is not a member of the account.');
+  const label = input.label?.trim() || null;
+  if (label && label.length > MAX_KEY_LABEL) throw invalidArgument('label', `must be at most ${MAX_KEY_LABEL} characters`);
+  const scope = input.scope ?? 'mailbox_write';
+  const mailboxAccess = input.mailboxAccess ?? 'all';
+  const perms = input.mailboxPermissions ?? {};
+  if (mailboxAccess === 'selected' && Object.keys(perms).length === 0) throw invalidArgument('mailbox_ids', 'required when mailbox_access is selected');
+  if (input.expiresAt && Date.parse(input.expiresAt) <= now.getTime()) throw invalidArgument('expires_at', 'must be in the future');
+
+  const limit = PLANS[membership.plan].max_api_keys;
+  const live = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('default_account_id', '=', input.accountId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  if (limit !== null && Number(live.n) >= limit) {
+    throw new AppError('ACCOUNT_CAPACITY_REACHED', `The plan allows at most ${limit} API keys.`, { limit: 'max_api_keys', max: limit });
+  }
+
+  const { token, hash, hint } = generateApiKey();
+  const id = newId('key');
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('api_keys')
+      .values({
+        id,
+        user_id: input.userId,
+        token_hash: hash,
+        token_hint: hint,
+        label,
+        token_type: input.tokenType ?? 'api',
+        scope,
+        mailbox_access: mailboxAccess,
+        default_account_id: input.accountId,
+        // Whole-account keys of an agency owner reach the agency's client accounts.
+        include_client_accounts: membership.kind === 'agency' && membership.role === 'owner' && mailboxAccess === 'all' ? 1 : 0,
+        transport: input.transport ?? 'api_key',
+        expires_at: input.expiresAt ?? null,
+        revoked_at: null,
+        last_used_at: null,
+        last_used_agent: null,
+        created_at: iso(now),
+      })
+      .execute();
+    await trx.insertInto('api_key_accounts').values({ api_key_id: id, account_id: input.accountId }).execute();
+    if (mailboxAccess === 'selected') {
+      await trx
+        .insertInto('api_key_mailboxes')
+        .values(Object.entries(perms).map(([mailbox_id, permission]) => ({ api_key_id: id, mailbox_id, permission })))
+        .execute();
+    }
+    await recordActivity(trx, actor, now, { accountId: input.accountId, action: 'api_key.create', targetType: 'api_key', targetId: id });
+  });
+  return { id, token, hint, label, scope, mailboxAccess, accountId: input.accountId, expiresAt: input.expiresAt ?? null };
+}
+
+export async function listApiKeys(db: Kysely<DB>, userId: string) {
+  return db.selectFrom('api_keys').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').execute();
+}
+
+export async function revokeApiKey(db: Kysely<DB>, userId: string, keyId: string, actor: Actor, now: Date): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const key = await trx.selectFrom('api_keys').select(['id', 'default_account_id', 'revoked_at']).where('id', '=', keyId).where('user_id', '=', userId).executeTakeFirst();
+    if (!key || key.revoked_at) return false;
+    await trx.updateTable('api_keys').set({ revoked_at: iso(now) }).where('id', '=', keyId).execute();
+    await recordActivity(trx, actor, now, { accountId: key.default_account_id, action: 'api_key.revoke', targetType: 'api_key', targetId: keyId });
+    return true;
+  });
+}

@@ -1,0 +1,125 @@
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig } from '../config.ts';
+import { createApp } from '../app.ts';
+import { openDatabase, migrate } from '../db/database.ts';
+import { registerUser, RegistrationError, setAccountStatus, setAccountSuspended } from '../accounts/accounts.service.ts';
+import { createApiKey } from '../auth/keys.service.ts';
+import { findUserByEmail } from '../users/users.service.ts';
+import type { PlanName, Scope } from '../db/schema.ts';
+import { AppError } from '../errors.ts';
+
+function config() {
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+/** Runs an operator command against the configured database and prints one JSON object. */
+async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>) {
+  const cfg = config();
+  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
+  try {
+    await migrate(database);
+    const out = await fn(database.db);
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+  } catch (err) {
+    const message = err instanceof RegistrationError ? `${err.field}: ${err.message}` : err instanceof AppError ? `${err.code}: ${err.message}` : String(err);
+    process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+    process.exitCode = 1;
+  } finally {
+    await database.close();
+  }
+}
+
+const program = new Command('cubby').description('Cubby: private file buckets with their own email addresses');
+
+program
+  .command('serve')
+  .description('Run the service (roles from CUBBY_ROLES)')
+  .action(async () => {
+    const cfg = config();
+    const app = createApp(cfg);
+    const started = await app.start();
+    const users = await started.deps.db.selectFrom('users').select('id').limit(1).execute();
+    const base = started.urls.http;
+    console.log(`Cubby is running.`);
+    if (base) {
+      console.log(`  Dashboard:   ${base}/`);
+      console.log(`  API (R):     ${base}/v1   (OpenAPI: ${base}/v1/openapi.json)`);
+      console.log(`  API (A):     ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)`);
+      if (users.length === 0) console.log(`  No users yet. Sign up: ${base}/users/sign_up`);
+    }
+    console.log(`  Data:        ${cfg.dataDir}`);
+    const shutdown = async () => {
+      await app.stop();
+      process.exit(0);
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  });
+
+const admin = program.command('admin').description('Operator commands for self-hosters (print one JSON object)');
+
+admin
+  .command('create-user')
+  .requiredOption('--email <email>')
+  .requiredOption('--password <password>')
+  .requiredOption('--name <name>')
+  .option('--account-name <name>')
+  .addOption(new Option('--plan <plan>').choices(['free', 'paid', 'pilot', 'agency']).default('free'))
+  .action((o) =>
+    withDatabase(async (db) => {
+      const { user, account } = await registerUser(db, { email: o.email, password: o.password, name: o.name, accountName: o.accountName, plan: o.plan as PlanName }, new Date());
+      return { user: { id: user.id, email: user.email, name: user.name }, account: { id: account.id, name: account.name, kind: account.kind, plan: account.plan } };
+    }),
+  );
+
+admin
+  .command('create-key')
+  .requiredOption('--email <email>')
+  .option('--account <id>', 'account the key acts on by default (default: the person\'s first account)')
+  .addOption(new Option('--scope <scope>').choices(['mailbox_read', 'mailbox_write', 'mailbox_admin']).default('mailbox_admin'))
+  .option('--label <label>')
+  .option('--expires-at <iso>')
+  .action((o) =>
+    withDatabase(async (db) => {
+      const user = await findUserByEmail(db, o.email);
+      if (!user) throw new Error(`no user with email ${o.email}`);
+      const accountId =
+        o.account ??
+        (await db.selectFrom('memberships').select('account_id').where('user_id', '=', user.id).orderBy('id').executeTakeFirstOrThrow()).account_id;
+      const key = await createApiKey(db, { userId: user.id, accountId, label: o.label ?? null, scope: o.scope as Scope, expiresAt: o.expiresAt ?? null }, { userId: user.id, apiKeyId: null, agent: null, requestId: null }, new Date());
+      return { id: key.id, api_key: key.token, account_id: key.accountId, scope: key.scope, label: key.label, expires_at: key.expiresAt };
+    }),
+  );
+
+admin
+  .command('set-status')
+  .requiredOption('--account <id>')
+  .addOption(new Option('--status <status>').choices(['active', 'read_only']).makeOptionMandatory())
+  .option('--reason <text>')
+  .action((o) =>
+    withDatabase(async (db) => {
+      await setAccountStatus(db, o.account, o.status, o.reason ?? null, new Date());
+      return { id: o.account, status: o.status };
+    }),
+  );
+
+admin
+  .command('suspend')
+  .requiredOption('--account <id>')
+  .option('--lift', 'lift the suspension')
+  .action((o) =>
+    withDatabase(async (db) => {
+      await setAccountSuspended(db, o.account, !o.lift, new Date());
+      return { id: o.account, suspended: !o.lift };
+    }),
+  );
+
+await program.parseAsync(process.argv);

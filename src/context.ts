@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { Config } from './config.ts';
+import type { DB } from './db/schema.ts';
+import type { Dialect } from './db/database.ts';
+import type { AgentInfo, Credential } from './auth/credential.ts';
+
+/** Long-lived things every service function may use. */
+export interface AppDeps {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  config: Config;
+  /** Secret for signing cursors, links and cookies (derived from CUBBY_SECRET_KEY). */
+  secret: string;
+  now: () => Date;
+  /** Base URL for links shown to people and clients (CUBBY_PUBLIC_URL or the bound address). */
+  publicUrl: () => string;
+}
+
+/** Who is acting, for activity history. */
+export interface Actor {
+  userId: string | null;
+  apiKeyId: string | null;
+  agent: AgentInfo | null;
+  requestId: string | null;
+}
+
+/** One authenticated API request. */
+export interface RequestCtx extends AppDeps {
+  credential: Credential;
+  actor: Actor;
+}

@@ -1,0 +1,62 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { AppError } from '../errors.ts';
+
+export type Surface = 'R' | 'A' | 'web';
+
+export function surfaceOf(url: string): Surface {
+  if (url === '/api/v1' || url.startsWith('/api/')) return 'A';
+  if (url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')) return 'R';
+  return 'web';
+}
+
+/** Turns anything thrown into an AppError with the catalogue's status. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as FastifyError & { validationContext?: string };
+  if (hasZodFastifySchemaValidationErrors(e)) {
+    const where = e.validationContext ?? 'body';
+    const issues = e.validation.map((v) => {
+      const params = v.params as { keys?: string[] };
+      const base = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
+      // Unknown keys are reported on the enclosing object; name the key itself.
+      const unknown = params?.keys?.length ? params.keys[0] : undefined;
+      const field = unknown ? [base, unknown].filter(Boolean).join('.') : base || where;
+      return { field, message: unknown ? 'is not a known field' : (v.message ?? 'is invalid'), location: where };
+    });
+    const first = issues[0]!;
+    return new AppError('INVALID_ARGUMENT', `${first.field}: ${first.message}`, { field: first.field, location: where, issues });
+  }
+  switch (e?.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('UNSUPPORTED_MEDIA_TYPE');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('PAYLOAD_TOO_LARGE');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('MALFORMED_JSON');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('INVALID_ARGUMENT', 'Content-Length does not match the body.', { field: 'content-length' });
+  }
+  if (e?.statusCode === 429) return new AppError('RATE_LIMITED');
+  if (e?.statusCode === 404) return new AppError('NOT_FOUND');
+  return new AppError('INTERNAL');
+}
+
+export function errorBody(surface: Surface, err: AppError, requestId: string, docsBase: string): unknown {
+  const details = { ...err.details };
+  if (surface === 'A') {
+    return {
+      error: { message: err.message, code: err.code, request_id: requestId, docs_url: `${docsBase}/docs/errors#${err.code}`, details, ...err.extra },
+    };
+  }
+  return { success: false, error: { code: err.code, message: err.message, details, request_id: requestId, ...err.extra } };
+}
+
+export function sendError(req: FastifyRequest, reply: FastifyReply, thrown: unknown, docsBase: string): FastifyReply {
+  const err = toAppError(thrown);
+  if (err.code === 'INTERNAL') req.log.error({ err: thrown }, 'unhandled error');
+  const retryAfter = err.details.retry_after;
+  if ((err.status === 429 || err.status === 503) && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
+  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(surfaceOf(req.url), err, req.id, docsBase));
+}

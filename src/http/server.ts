@@ -1,0 +1,116 @@
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AppDeps, RequestCtx } from '../context.ts';
+import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
+import { sendError, surfaceOf } from './render-error.ts';
+import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
+import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
+import { registerWeb } from '../web/web.routes.ts';
+
+export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    ctx: RequestCtx;
+  }
+  interface FastifyContextConfig {
+    /** false: the route needs no API key. */
+    auth?: boolean;
+  }
+}
+
+export const JSON_BODY_LIMIT = 1024 * 1024;
+
+export async function buildHttpServer(deps: AppDeps, logger: any): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger,
+    genReqId: () => newId('req'),
+    requestIdHeader: false,
+    bodyLimit: JSON_BODY_LIMIT,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    logController: new LogController({ disableRequestLogging: true }),
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorateRequest('ctx', null as unknown as RequestCtx);
+
+  // Our own JSON parser: an empty body is "no body" (GET/DELETE with `{}` or nothing);
+  // anything unparseable is MALFORMED_JSON in the surface's envelope.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new AppError('MALFORMED_JSON'), undefined);
+    }
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Cubby API', version: '1.0.0', description: 'Private file buckets, each with its own email address.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (cubby_…)' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    if (surfaceOf(req.url) === 'A') {
+      reply.header('x-service-client-version', CLIENT_VERSION);
+      reply.header('x-cubby-client-version', CLIENT_VERSION);
+    }
+  });
+
+  const docsBase = () => deps.publicUrl();
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err, docsBase()));
+  app.setNotFoundHandler((req, reply) => {
+    if (surfaceOf(req.url) === 'web') {
+      return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><h1>Not found</h1>');
+    }
+    return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase());
+  });
+
+  const authenticate = async (req: FastifyRequest, _reply: FastifyReply) => {
+    if (req.routeOptions.config?.auth === false) return;
+    const header = req.headers.authorization;
+    const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
+    const agent = readAgentHeaders(req.headers);
+    const credential = await authenticateApiKey(deps.db, token, agent, deps.now());
+    req.ctx = { ...deps, credential, actor: { userId: credential.user.id, apiKeyId: credential.keyId, agent, requestId: req.id } };
+  };
+
+  await app.register(
+    async (r) => {
+      r.addHook('onRequest', authenticate);
+      registerAccountRoutesR(r as any, deps);
+    },
+    { prefix: '/v1' },
+  );
+  await app.register(
+    async (a) => {
+      a.addHook('onRequest', authenticate);
+      registerAccountRoutesA(a as any, deps);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  const openapiFor = (prefix: string) => () => {
+    const doc = structuredClone(app.swagger()) as any;
+    doc.paths = Object.fromEntries(Object.entries(doc.paths ?? {}).filter(([p]) => p.startsWith(`${prefix}/`)));
+    doc.servers = [{ url: deps.publicUrl() }];
+    doc.info = { ...doc.info, title: prefix === '/v1' ? 'Cubby API (surface R)' : 'Cubby API (surface A)' };
+    return doc;
+  };
+  app.get('/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/v1'));
+  app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
+
+  await registerWeb(app as any, deps);
+  return app;
+}

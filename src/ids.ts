@@ -1,0 +1,28 @@
+import { monotonicFactory } from 'ulid';
+import { createHash, randomBytes } from 'node:crypto';
+
+// Prefixed ULIDs: sortable by creation and checkable by clients with ^<prefix>[A-Za-z0-9]+$.
+const ulid = monotonicFactory();
+export type IdPrefix = 'acct' | 'usr' | 'key' | 'mem' | 'act' | 'req' | 'ses' | 'bkt' | 'bktrv' | 'df' | 'dfv' | 'eml' | 'bus' | 'job' | 'evt';
+
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${ulid()}`;
+}
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** Uniformly random base62 string (rejection sampling, no modulo bias). */
+export function randomToken(length: number, alphabet = BASE62): string {
+  let out = '';
+  const limit = 256 - (256 % alphabet.length);
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      if (b < limit) out += alphabet[b % alphabet.length];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export function sha256Hex(value: string | Buffer): string {
+  return createHash('sha256').update(value).digest('hex');
+}
