@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// `npm test`: runs vitest, then prints one plain closing line "N passed, N failed"
+// that CI reads, and says whether the Postgres suite ran.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-test-')), 'report.json');
+const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
+const run = spawnSync('npx', args, { stdio: 'inherit' });
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+try {
+  const json = JSON.parse(fs.readFileSync(report, 'utf8'));
+  passed = json.numPassedTests;
+  failed = json.numFailedTests + (json.numFailedTestSuites ?? 0);
+  skipped = json.numPendingTests + (json.numTodoTests ?? 0);
+} catch {
+  failed = Math.max(1, failed);
+}
+if (!process.env.CUBBY_TEST_POSTGRES_URL) {
+  console.log('Postgres suite skipped: CUBBY_TEST_POSTGRES_URL is not set (SQLite suite ran).');
+}
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(run.status === 0 && failed === 0 ? 0 : 1);
