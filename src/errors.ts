@@ -22,8 +22,25 @@ export const ERROR_CATALOGUE = {
   ACCOUNT_READ_ONLY: { status: 423, message: 'The account is read-only; reads work, changes are refused.' },
   ACCOUNT_SUSPENDED: { status: 403, message: 'The account is suspended; changes are refused.' },
   REASON_CONTAINS_SECRET: { status: 422, message: 'The reason looks like it contains a credential; remove it.' },
+  IDEMPOTENCY_KEY_CONFLICT: { status: 409, message: 'This Idempotency-Key was used with a different request.' },
   // accounts
   ACCOUNT_NOT_FOUND: { status: 404, message: 'Account not found.' },
+  // mailboxes and buckets
+  MAILBOX_NOT_FOUND: { status: 404, message: 'Mailbox not found.' },
+  BUCKET_NOT_FOUND: { status: 404, message: 'Bucket not found.' },
+  MAILBOX_TITLE_TAKEN: { status: 409, message: 'Another active mailbox already has this title.' },
+  MAILBOX_METADATA_CONFLICT: { status: 409, message: 'expected_metadata_version is stale; read the mailbox and retry.' },
+  MAILBOX_NOT_ARCHIVED: { status: 409, message: 'The mailbox is not archived.' },
+  MAILBOX_ARCHIVED: { status: 409, message: 'The mailbox is archived and read-only; unarchive it first.' },
+  MAILBOX_DELETE_BLOCKED: { status: 409, message: 'Archive the mailbox before deleting it.' },
+  MAILBOX_DELETE_CONFIRMATION_MISMATCH: { status: 422, message: 'confirmation must equal delete.confirmation from a mailbox read.' },
+  MAILBOX_LIMIT_REACHED: { status: 403, message: 'The plan allows no more mailboxes.' },
+  MAILBOX_CREATION_LIMIT_REACHED: { status: 429, message: 'The monthly mailbox-creation allowance is used up.' },
+  MAILBOX_CREATION_NOT_ALLOWED: { status: 403, message: 'This credential cannot create mailboxes (it needs write scope and access to all mailboxes).' },
+  EMAIL_NOT_READY: { status: 409, message: 'The mailbox was created but its address is not receiving yet; read it, do not create it again.' },
+  EMAIL_USERNAME_INVALID: { status: 422, message: 'The email username is invalid.' },
+  EMAIL_USERNAME_RESERVED: { status: 422, message: 'That email username is reserved.' },
+  EMAIL_DOMAIN_NOT_AVAILABLE: { status: 422, message: 'That domain is not available to this account.' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -106,3 +106,20 @@ export function requirePermission(access: AccountAccess, needed: keyof Permissio
 export function hasAllMailboxes(cred: Credential): boolean {
   return cred.mailboxAccess === 'all';
 }
+
+/**
+ * The credential's permissions on one mailbox of the selected account, or null when the
+ * mailbox is outside what the credential may see (answered exactly like a missing one).
+ */
+export function mailboxPermissions(cred: Credential, access: AccountAccess, mailboxId: string): Permissions | null {
+  if (cred.mailboxAccess === 'all') return access.permissions;
+  const granted = cred.mailboxPermissions[mailboxId];
+  if (!granted) return null;
+  const write = granted === 'write' && access.permissions.write;
+  return { read: true, write, admin: write && access.permissions.admin };
+}
+
+/** Mailbox ids a selected-access credential is limited to, or null for all mailboxes. */
+export function visibleMailboxIds(cred: Credential): string[] | null {
+  return cred.mailboxAccess === 'all' ? null : Object.keys(cred.mailboxPermissions);
+}

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DB } from './schema.ts';
 import * as m0001 from './migrations/0001_identity.ts';
+import * as m0002 from './migrations/0002_mailboxes.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -16,6 +17,7 @@ export interface Database {
 // Ordered; a new migration is appended, never edited once released.
 const MIGRATIONS: Record<string, Migration> = {
   '0001_identity': m0001,
+  '0002_mailboxes': m0002,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -104,7 +104,74 @@ export interface SignInAttemptsTable {
   created_at: string;
 }
 
+export interface MailboxesTable {
+  id: string;
+  account_id: string;
+  title: string | null;
+  title_key: string | null;
+  description: string | null;
+  metadata: string;
+  metadata_version: string;
+  tag_paths: string;
+  receiving_enabled: number;
+  sending_enabled: number;
+  storage_bytes: number;
+  files_count: number;
+  version_id: string | null;
+  version_number: number;
+  lock_kind: string | null;
+  lock_message: string | null;
+  locked_until: string | null;
+  locked_by_user_id: string | null;
+  locked_by_api_key_id: string | null;
+  lock_progress: string | null;
+  message_count: number;
+  unread_count: number;
+  last_received_at: string | null;
+  last_received_path: string | null;
+  created_by_user_id: string | null;
+  created_by_api_key_id: string | null;
+  archived_at: string | null;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type AddressRole = 'primary' | 'alias' | 'retired';
+export interface EmailAddressesTable {
+  id: string;
+  mailbox_id: string;
+  account_id: string;
+  local_part: string;
+  domain: string;
+  address: string;
+  username: string;
+  role: AddressRole;
+  created_at: string;
+  retired_at: string | null;
+}
+
+export interface MailboxCreationsTable {
+  id: string;
+  billing_group_id: string;
+  account_id: string;
+  mailbox_id: string;
+  created_at: string;
+}
+
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  request_hash: string;
+  resource_id: string;
+  created_at: string;
+}
+
 export interface DB {
+  mailboxes: MailboxesTable;
+  email_addresses: EmailAddressesTable;
+  mailbox_creations: MailboxCreationsTable;
+  idempotency_keys: IdempotencyKeysTable;
   users: UsersTable;
   accounts: AccountsTable;
   memberships: MembershipsTable;

@@ -54,7 +54,9 @@ export function errorBody(surface: Surface, err: AppError, requestId: string, do
 }
 
 export function sendError(req: FastifyRequest, reply: FastifyReply, thrown: unknown, docsBase: string): FastifyReply {
-  const err = toAppError(thrown);
+  let err = toAppError(thrown);
+  // One stored object, two names: surface A calls a missing mailbox a missing bucket.
+  if (err.code === 'MAILBOX_NOT_FOUND' && surfaceOf(req.url) === 'A') err = new AppError('BUCKET_NOT_FOUND', undefined, err.details);
   if (err.code === 'INTERNAL') req.log.error({ err: thrown }, 'unhandled error');
   const retryAfter = err.details.retry_after;
   if ((err.status === 429 || err.status === 503) && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));

@@ -9,6 +9,8 @@ import { sendError, surfaceOf } from './render-error.ts';
 import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
+import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
+import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
@@ -90,6 +92,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     async (r) => {
       r.addHook('onRequest', authenticate);
       registerAccountRoutesR(r as any, deps);
+      registerMailboxRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -97,6 +100,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     async (a) => {
       a.addHook('onRequest', authenticate);
       registerAccountRoutesA(a as any, deps);
+      registerBucketRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );

@@ -1,0 +1,58 @@
+import type { Kysely } from 'kysely';
+import type { DB, MailboxesTable } from '../db/schema.ts';
+
+export interface MailboxRow extends MailboxesTable {
+  address: string | null;
+  email_username: string | null;
+}
+
+/** Mailboxes with their current primary address. Deleted mailboxes are never returned. */
+export function mailboxQuery(db: Kysely<DB>) {
+  return db
+    .selectFrom('mailboxes')
+    .leftJoin('email_addresses', (j) => j.onRef('email_addresses.mailbox_id', '=', 'mailboxes.id').on('email_addresses.role', '=', 'primary'))
+    .selectAll('mailboxes')
+    .select(['email_addresses.address as address', 'email_addresses.username as email_username'])
+    .where('mailboxes.deleted_at', 'is', null);
+}
+
+export function findMailbox(db: Kysely<DB>, accountId: string, mailboxId: string): Promise<MailboxRow | undefined> {
+  return mailboxQuery(db).where('mailboxes.account_id', '=', accountId).where('mailboxes.id', '=', mailboxId).executeTakeFirst() as Promise<MailboxRow | undefined>;
+}
+
+export async function titleTaken(db: Kysely<DB>, accountId: string, titleKey: string, exceptId?: string): Promise<boolean> {
+  let q = db
+    .selectFrom('mailboxes')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('title_key', '=', titleKey)
+    .where('deleted_at', 'is', null);
+  if (exceptId) q = q.where('id', '!=', exceptId);
+  return (await q.executeTakeFirst()) !== undefined;
+}
+
+export async function addressTaken(db: Kysely<DB>, address: string): Promise<boolean> {
+  return (await db.selectFrom('email_addresses').select('id').where('address', '=', address).executeTakeFirst()) !== undefined;
+}
+
+/** Live (not deleted) mailboxes in a billing group. */
+export async function countGroupMailboxes(db: Kysely<DB>, groupId: string): Promise<number> {
+  const row = await db
+    .selectFrom('mailboxes')
+    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('mailboxes.deleted_at', 'is', null)
+    .where((eb) => eb.or([eb('accounts.id', '=', groupId), eb('accounts.parent_account_id', '=', groupId)]))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function countGroupCreationsSince(db: Kysely<DB>, groupId: string, since: string): Promise<number> {
+  const row = await db
+    .selectFrom('mailbox_creations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('billing_group_id', '=', groupId)
+    .where('created_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

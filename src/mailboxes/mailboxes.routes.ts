@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { checkReason } from '../activity/activity.service.ts';
+import { invalidArgument } from '../errors.ts';
+import { mailboxPermissions } from '../auth/access.ts';
+import { archiveMailbox, createMailbox, deleteMailbox, loadMailbox, unarchiveMailbox, updateMailbox } from './mailboxes.service.ts';
+import { listMailboxes } from './mailboxes.list.ts';
+import { presentMailbox } from './mailboxes.present.ts';
+import { MAX_DESCRIPTION, MAX_TITLE } from './mailbox-fields.ts';
+
+type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
+
+export const mailboxIdParams = z.object({ mailbox_id: z.string().min(1).max(100).describe('bkt_… id') });
+const readQuery = z.object({ account_id: accountIdField, reason: reasonField });
+const metadataField = z.record(z.string(), z.unknown()).describe('Application data; replaces the whole object');
+
+const createBody = writeBody({
+  mailbox: z
+    .object({
+      title: z.string().max(MAX_TITLE).nullable().optional(),
+      description: z.string().max(MAX_DESCRIPTION).nullable().optional(),
+      metadata: metadataField.optional(),
+      email: z.object({ username: z.string().max(100).optional(), domain: z.string().max(253).optional() }).strict().optional(),
+    })
+    .strict()
+    .optional(),
+}).nullish();
+
+const patchBody = writeBody({
+  mailbox: z
+    .object({
+      title: z.string().max(MAX_TITLE).nullable().optional(),
+      description: z.string().max(MAX_DESCRIPTION).nullable().optional(),
+      metadata: metadataField.optional(),
+    })
+    .strict(),
+  expected_metadata_version: z.string().max(100).nullable().optional(),
+});
+
+const actionBody = writeBody({}).nullish();
+const deleteBody = writeBody({ confirmation: z.string().max(200).optional() }).nullish();
+const deleteQuery = z.object({ account_id: accountIdField, reason: reasonField, confirmation: z.string().max(200).optional() });
+
+/** account_id: the JSON body on writes, the query on reads; the query also works on writes. */
+export function selector(req: { body?: unknown; query?: unknown }): string | undefined {
+  return (req.body as { account_id?: string } | undefined)?.account_id ?? (req.query as { account_id?: string } | undefined)?.account_id;
+}
+
+export function reasonOf(req: { body?: unknown; query?: unknown }): string | null {
+  return checkReason((req.body as { reason?: unknown } | undefined)?.reason ?? (req.query as { reason?: unknown } | undefined)?.reason);
+}
+
+const tags = ['mailboxes'];
+
+export function registerMailboxRoutesR(app: App) {
+  app.get(
+    '/mailboxes',
+    {
+      schema: {
+        tags,
+        summary: 'List mailboxes (newest first) with counts',
+        querystring: z.object({
+          status: z.enum(['active', 'archived', 'all']).default('active'),
+          q: z.string().max(200).optional(),
+          ...pageQuery,
+          account_id: accountIdField,
+          reason: reasonField,
+        }),
+      },
+    },
+    async (req) => {
+      reasonOf(req);
+      const { access, page, counts } = await listMailboxes(req.ctx, { accountId: req.query.account_id, status: req.query.status, q: req.query.q, limit: req.query.limit, cursor: req.query.cursor });
+      return {
+        success: true,
+        data: {
+          mailboxes: page.items.map((m) => presentMailbox(req.ctx, m, mailboxPermissions(req.ctx.credential, access, m.id)!, access)),
+          counts,
+          pagination: page.pagination,
+        },
+      };
+    },
+  );
+
+  app.post('/mailboxes', { schema: { tags, summary: 'Create a mailbox with its receiving address (never retried automatically)', body: createBody } }, async (req, reply) => {
+    const b = req.body?.mailbox;
+    const reason = reasonOf(req);
+    const { mailbox, perms, access } = await createMailbox(req.ctx, {
+      accountId: selector(req),
+      title: b?.title,
+      description: b?.description,
+      metadata: b?.metadata,
+      username: b?.email?.username,
+      domain: b?.email?.domain,
+      reason,
+      field: 'mailbox',
+    });
+    return reply.code(201).send({ success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } });
+  });
+
+  app.get('/mailboxes/:mailbox_id', { schema: { tags, summary: 'Read a mailbox (never changes it)', params: mailboxIdParams, querystring: readQuery } }, async (req) => {
+    reasonOf(req);
+    const { mailbox, perms, access } = await loadMailbox(req.ctx, req.query.account_id, req.params.mailbox_id, 'read');
+    return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
+  });
+
+  app.patch('/mailboxes/:mailbox_id', { schema: { tags, summary: 'Update title, description or metadata', params: mailboxIdParams, querystring: readQuery, body: patchBody } }, async (req) => {
+    const b = req.body.mailbox;
+    const { mailbox, perms, access } = await updateMailbox(req.ctx, req.params.mailbox_id, {
+      accountId: selector(req),
+      title: b.title === undefined ? undefined : b.title,
+      description: b.description,
+      metadata: b.metadata,
+      expectedMetadataVersion: req.body.expected_metadata_version,
+      reason: reasonOf(req),
+      field: 'mailbox',
+    });
+    return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
+  });
+
+  app.delete('/mailboxes/:mailbox_id', { schema: { tags, summary: 'Delete an archived mailbox', params: mailboxIdParams, querystring: deleteQuery, body: deleteBody } }, async (req) => {
+    const confirmation = req.body?.confirmation ?? req.query.confirmation;
+    if (confirmation === undefined) throw invalidArgument('confirmation', 'is required; use delete.confirmation from a mailbox read');
+    const result = await deleteMailbox(req.ctx, req.params.mailbox_id, { accountId: selector(req), confirmation, reason: reasonOf(req) });
+    return { success: true, data: result };
+  });
+
+  app.post('/mailboxes/:mailbox_id/archive', { schema: { tags, summary: 'Archive (read-only; files and emails kept)', params: mailboxIdParams, querystring: readQuery, body: actionBody } }, async (req) => {
+    const { mailbox, perms, access } = await archiveMailbox(req.ctx, req.params.mailbox_id, { accountId: selector(req), reason: reasonOf(req) });
+    return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
+  });
+
+  app.post('/mailboxes/:mailbox_id/unarchive', { schema: { tags, summary: 'Unarchive (mailbox-admin)', params: mailboxIdParams, querystring: readQuery, body: actionBody } }, async (req) => {
+    const { mailbox, perms, access } = await unarchiveMailbox(req.ctx, req.params.mailbox_id, { accountId: selector(req), reason: reasonOf(req) });
+    return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
+  });
+}
+
+export { booleanQuery };
