@@ -61,10 +61,19 @@ export function registerAccountRoutesR(app: App, _deps: AppDeps) {
 
   app.get(
     '/accounts',
-    { schema: { tags: ['accounts'], summary: "List the credential's account and granted client accounts", querystring: z.object({ ...pageQuery, reason: reasonField }) } },
+    {
+      schema: {
+        tags: ['accounts'],
+        summary: "List the credential's account and granted client accounts",
+        querystring: z.object({ ...pageQuery, account_id: accountIdField, reason: reasonField }),
+      },
+    },
     async (req) => {
       const ctx = req.ctx;
       checkReason(req.query.reason);
+      // The list is the same for every selection, but a selector the credential cannot use
+      // still fails rather than being ignored.
+      if (req.query.account_id !== undefined) await selectAccount(ctx.db, ctx.credential, req.query.account_id);
       const reachable = await reachableAccounts(ctx.db, ctx.credential);
       const filters = { key: ctx.credential.keyId };
       const after = req.query.cursor ? String(decodeCursor(ctx.secret, req.query.cursor, 'accounts', filters)[0]) : null;
@@ -124,6 +133,7 @@ const SUGGESTED_PROJECTS = [
 
 export function registerAccountRoutesA(app: App, _deps: AppDeps) {
   app.get('/status', { schema: { tags: ['accounts'], summary: 'Account, features and onboarding status', querystring: statusQuery } }, async (req) => {
+    checkReason(req.query.reason);
     const s = await loadStatus(req.ctx, req.query.account_id);
     const publishing = s.access.account.website_publishing_enabled === 1;
     return {
@@ -135,7 +145,7 @@ export function registerAccountRoutesA(app: App, _deps: AppDeps) {
         server_version: s.server_version,
         client_version: s.client_version,
         publishing: { free_plan_available: true, static_site: publishing },
-        onboarding: { state: 'empty_account', suggested_projects: SUGGESTED_PROJECTS },
+        onboarding: { state: s.onboarding_state, suggested_projects: SUGGESTED_PROJECTS },
         connection: s.connection,
         user: s.user,
         dashboard_url: s.dashboard_url,

@@ -34,14 +34,34 @@ export function presentConnection(ctx: RequestCtx, access: AccountAccess, mailbo
   };
 }
 
+/**
+ * Which granted mailboxes still exist (for selected-access keys) and the onboarding state:
+ * empty_account (no mailboxes at all), no_visible_buckets (some, none visible), active.
+ */
+async function mailboxVisibility(ctx: RequestCtx, access: AccountAccess) {
+  const live = await ctx.db
+    .selectFrom('mailboxes')
+    .select('id')
+    .where('account_id', '=', access.account.id)
+    .where('deleted_at', 'is', null)
+    .execute();
+  const liveIds = new Set(live.map((r) => r.id));
+  const granted = Object.keys(ctx.credential.mailboxPermissions);
+  const liveGranted = granted.filter((id) => liveIds.has(id));
+  const deniedGranted = granted.filter((id) => !liveIds.has(id));
+  const visibleCount = ctx.credential.mailboxAccess === 'all' ? liveIds.size : liveGranted.length;
+  const onboarding = liveIds.size === 0 ? 'empty_account' : visibleCount === 0 ? 'no_visible_buckets' : 'active';
+  return { liveGranted, deniedGranted, onboarding: onboarding as 'empty_account' | 'no_visible_buckets' | 'active' };
+}
+
 /** Everything both status reads share. */
 export async function loadStatus(ctx: RequestCtx, selector: string | undefined) {
   const access = await selectAccount(ctx.db, ctx.credential, selector);
   const reachable = await reachableAccounts(ctx.db, ctx.credential);
   const accounts = [...reachable.values()]
     .sort((a, b) => (a.account.id < b.account.id ? -1 : 1))
-    .map((r) => presentAccountIdentity(r.account, toAccess(ctx.credential, r.account, (r as any).role), ctx.credential, reachable));
-  const selectedMailboxIds = Object.keys(ctx.credential.mailboxPermissions);
+    .map((r) => presentAccountIdentity(r.account, toAccess(ctx.credential, r.account, r.role), ctx.credential, reachable));
+  const { liveGranted, deniedGranted, onboarding } = await mailboxVisibility(ctx, access);
   return {
     access,
     reachable,
@@ -50,7 +70,8 @@ export async function loadStatus(ctx: RequestCtx, selector: string | undefined) 
     accounts,
     server_version: SERVER_VERSION,
     client_version: CLIENT_VERSION,
-    connection: presentConnection(ctx, access, { visible: selectedMailboxIds, denied: [] }),
+    connection: presentConnection(ctx, access, { visible: liveGranted, denied: deniedGranted }),
+    onboarding_state: onboarding,
     user: { id: ctx.credential.user.id, email: ctx.credential.user.email, name: ctx.credential.user.name },
     dashboard_url: `${ctx.publicUrl()}/`,
   };

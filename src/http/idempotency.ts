@@ -2,7 +2,6 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
 import { AppError, invalidArgument } from '../errors.ts';
-import { isUniqueViolation } from '../db/database.ts';
 import { sha256Hex } from '../ids.ts';
 import { iso } from '../time.ts';
 
@@ -39,11 +38,10 @@ export async function idempotentCreate<T>(
     });
     return { replayed: false, result };
   } catch (err) {
-    // A concurrent request with the same key won the race: answer with its resource.
-    if (isUniqueViolation(err)) {
-      const raced = await replay();
-      if (raced) return raced;
-    }
+    // A concurrent request with the same key may have won the race (we then fail on its
+    // key, or on a rule its resource now breaks, such as a taken title): answer with its resource.
+    const raced = await replay();
+    if (raced) return raced;
     throw err;
   }
 }
