@@ -8,7 +8,7 @@ import { iso } from '../time.ts';
 import { recordActivity } from '../activity/activity.service.ts';
 import { AGENCY_MAX_ACCOUNTS, AGENCY_MAX_PEOPLE } from './plans.ts';
 import { findUserByEmail, hashPassword, insertUser, isEmail, passwordProblem } from '../users/users.service.ts';
-import { type AccountAccess, assertMutable } from '../auth/access.ts';
+import { type AccountAccess, assertMutable, requirePermission } from '../auth/access.ts';
 import type { Credential } from '../auth/credential.ts';
 
 export const MAX_ACCOUNT_NAME = 100;
@@ -119,6 +119,8 @@ export async function createClientAccount(
   if (agency.account.kind !== 'agency' || agency.role !== 'owner' || !cred.includeClientAccounts || cred.mailboxAccess !== 'all') {
     throw new AppError('AGENCY_OWNER_REQUIRED', undefined, { account_id: agency.account.id });
   }
+  // A mailbox_read key makes no changes, client accounts included.
+  requirePermission(agency, 'write');
   assertMutable(agency);
   const name = input.name.trim();
   if (!name) throw invalidArgument('name', 'must not be blank');
@@ -127,6 +129,10 @@ export async function createClientAccount(
     throw invalidArgument('client_name', `must be at most ${MAX_CLIENT_NAME} characters`);
   }
   return db.transaction().execute(async (trx) => {
+    // Lock the agency row first so that concurrent creations count one after another
+    // (Postgres row lock; SQLite transactions are serialized anyway). Without it two
+    // requests both see 9 accounts and both insert.
+    await trx.updateTable('accounts').set({ updated_at: iso(now) }).where('id', '=', agency.account.id).execute();
     const count = await trx
       .selectFrom('accounts')
       .select((eb) => eb.fn.countAll<number>().as('n'))

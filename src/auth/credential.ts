@@ -63,7 +63,9 @@ export async function authenticateApiKey(db: Kysely<DB>, token: string | undefin
     db.selectFrom('api_key_mailboxes').select(['mailbox_id', 'permission']).where('api_key_id', '=', row.id).execute(),
   ]);
 
+  let lastUsedAt = row.last_used_at;
   if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
+    lastUsedAt = iso(now);
     await db
       .updateTable('api_keys')
       .set({ last_used_at: iso(now), last_used_agent: JSON.stringify(agent) })
@@ -84,7 +86,8 @@ export async function authenticateApiKey(db: Kysely<DB>, token: string | undefin
     includeClientAccounts: row.include_client_accounts === 1,
     transport: row.transport,
     expiresAt: row.expires_at,
-    lastUsedAt: row.last_used_at ?? iso(now),
+    // This request is a use: report it, not the use before it.
+    lastUsedAt: lastUsedAt ?? iso(now),
   };
 }
 

@@ -10,6 +10,19 @@ import type { Actor } from '../context.ts';
 
 export const MAX_KEY_LABEL = 100;
 
+/** Milliseconds of a valid ISO 8601 date-time (calendar-checked), or null. */
+function parseIsoTime(value: string): number | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(value.trim());
+  if (!m) return null;
+  const at = Date.parse(value.trim());
+  if (Number.isNaN(at)) return null;
+  // Date.parse rolls 2025-02-30 over to March; refuse dates that do not exist.
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return null;
+  return at;
+}
+
 export interface CreateKeyInput {
   userId: string;
   accountId: string;
@@ -38,7 +51,14 @@ export async function createApiKey(db: Kysely<DB>, input: CreateKeyInput, actor:
   const mailboxAccess = input.mailboxAccess ?? 'all';
   const perms = input.mailboxPermissions ?? {};
   if (mailboxAccess === 'selected' && Object.keys(perms).length === 0) throw invalidArgument('mailbox_ids', 'required when mailbox_access is selected');
-  if (input.expiresAt && Date.parse(input.expiresAt) <= now.getTime()) throw invalidArgument('expires_at', 'must be in the future');
+  // An unreadable expiry would never compare as past and make a key that never expires.
+  let expiresAt: string | null = null;
+  if (input.expiresAt) {
+    const at = parseIsoTime(input.expiresAt);
+    if (at === null) throw invalidArgument('expires_at', 'must be an ISO 8601 date-time');
+    if (at <= now.getTime()) throw invalidArgument('expires_at', 'must be in the future');
+    expiresAt = iso(at);
+  }
 
   const limit = PLANS[membership.plan].max_api_keys;
   const live = await db
@@ -69,7 +89,7 @@ export async function createApiKey(db: Kysely<DB>, input: CreateKeyInput, actor:
         // Whole-account keys of an agency owner reach the agency's client accounts.
         include_client_accounts: membership.kind === 'agency' && membership.role === 'owner' && mailboxAccess === 'all' ? 1 : 0,
         transport: input.transport ?? 'api_key',
-        expires_at: input.expiresAt ?? null,
+        expires_at: expiresAt,
         revoked_at: null,
         last_used_at: null,
         last_used_agent: null,
@@ -85,7 +105,7 @@ export async function createApiKey(db: Kysely<DB>, input: CreateKeyInput, actor:
     }
     await recordActivity(trx, actor, now, { accountId: input.accountId, action: 'api_key.create', targetType: 'api_key', targetId: id });
   });
-  return { id, token, hint, label, scope, mailboxAccess, accountId: input.accountId, expiresAt: input.expiresAt ?? null };
+  return { id, token, hint, label, scope, mailboxAccess, accountId: input.accountId, expiresAt };
 }
 
 export async function listApiKeys(db: Kysely<DB>, userId: string) {
