@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
+import { CLIENT_VERSION } from '../version.ts';
 
 export type Surface = 'R' | 'A' | 'web';
 
@@ -35,6 +36,9 @@ export function toAppError(err: unknown): AppError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new AppError('MALFORMED_JSON');
+    // A path with broken percent-encoding names no route (reaches here through Fastify's frameworkErrors).
+    case 'FST_ERR_BAD_URL':
+      return new AppError('NOT_FOUND', 'The request path is not a valid URL path.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('INVALID_ARGUMENT', 'Content-Length does not match the body.', { field: 'content-length' });
   }
@@ -58,7 +62,12 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, thrown: unkn
   // One stored object, two names: surface A calls a missing mailbox a missing bucket.
   if (err.code === 'MAILBOX_NOT_FOUND' && surfaceOf(req.url) === 'A') err = new AppError('BUCKET_NOT_FOUND', undefined, err.details);
   if (err.code === 'INTERNAL') req.log.error({ err: thrown }, 'unhandled error');
+  // Also set here (not only in onRequest) so that errors raised before the hooks ran,
+  // such as Fastify's frameworkErrors, still carry them.
+  const surface = surfaceOf(req.url);
+  reply.header('x-request-id', req.id);
+  if (surface === 'A') reply.header('x-service-client-version', CLIENT_VERSION);
   const retryAfter = err.details.retry_after;
   if ((err.status === 429 || err.status === 503) && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
-  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(surfaceOf(req.url), err, req.id, docsBase));
+  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(surface, err, req.id, docsBase));
 }
