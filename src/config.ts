@@ -6,7 +6,13 @@ import path from 'node:path';
 const ROLES = ['api', 'smtp', 'sites', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
-const port = z.coerce.number().int().min(0).max(65535);
+// A plain decimal port. z.coerce.number() would read ' ' as 0 (a random port), '1e3' as 1000
+// and '0x50' as 80; a typo should stop start-up instead.
+const port = z
+  .string()
+  .regex(/^\d{1,5}$/, 'must be a port number from 0 to 65535')
+  .transform(Number)
+  .pipe(z.number().int().min(0, 'must be a port number from 0 to 65535').max(65535, 'must be a port number from 0 to 65535'));
 
 const envSchema = z.object({
   CUBBY_DATA_DIR: z.string().min(1).default('./data'),

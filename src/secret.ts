@@ -10,20 +10,46 @@ import type { Config } from './config.ts';
 export function resolveSecretKey(config: Config): string {
   if (config.secretKey) return config.secretKey;
   const file = path.join(config.dataDir, 'secret.key');
-  try {
-    const existing = fs.readFileSync(file, 'utf8').trim();
-    if (existing.length >= 32) return existing;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  const existing = readSecretFile(file);
+  if (existing !== null) return existing;
   fs.mkdirSync(config.dataDir, { recursive: true });
   const key = randomBytes(48).toString('base64url');
+  // Write a temporary file, then link it into place: link() fails if the name exists and
+  // never exposes a half-written file, so processes starting at once agree on one key.
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
-    fs.writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
-    return key;
+    const fd = fs.openSync(tmp, 'wx', 0o600);
+    try {
+      fs.writeSync(fd, `${key}\n`);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    try {
+      fs.linkSync(tmp, file);
+      return key;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // Another process created it first: use theirs.
+      return readSecretFile(file)!;
+    }
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
+}
+
+/** The key in the file, null when there is no file; a file too short to be a key stops start-up. */
+function readSecretFile(file: string): string | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    // Another process created it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFileSync(file, 'utf8').trim();
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
+  const key = text.trim();
+  if (key.length < 32) {
+    throw new Error(`${file} holds no usable secret key (fewer than 32 characters). Restore it from a backup, or delete it to generate a new one (signed cursors and links stop working).`);
+  }
+  return key;
 }

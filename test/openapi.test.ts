@@ -1,0 +1,112 @@
+import { expect, it } from 'vitest';
+import pino from 'pino';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { describeEachDatabase } from './harness.ts';
+import { buildHttpServer } from '../src/http/server.ts';
+
+// The machine-readable descriptions: valid OpenAPI 3.1, version 1.0.0, one per surface, and
+// listing every route that surface serves (compared against the router itself).
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace']);
+
+/**
+ * "METHOD /path/{param}" for every route Fastify's router holds, read from printRoutes'
+ * tree (each line is a path segment under its parent, with the methods it serves).
+ */
+function routerRoutes(tree: string): Set<string> {
+  const out = new Set<string>();
+  const stack: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^((?:[│ ] {3})*)(?:├── |└── )(.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    const full = (depth > 0 ? stack[depth - 1]! : '') + m[2]!;
+    stack[depth] = full;
+    stack.length = depth + 1;
+    for (const method of (m[3] ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+      if (method === 'HEAD') continue; // Fastify adds HEAD beside every GET
+      out.add(`${method} ${full.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+    }
+  }
+  return out;
+}
+
+function documentedRoutes(doc: any): Set<string> {
+  const out = new Set<string>();
+  for (const [path, item] of Object.entries<any>(doc.paths ?? {})) {
+    for (const method of Object.keys(item)) if (METHODS.has(method)) out.add(`${method.toUpperCase()} ${path}`);
+  }
+  return out;
+}
+
+describeEachDatabase('OpenAPI documents', (app) => {
+  let routes: Set<string>;
+  const allRoutes = async () => {
+    if (routes) return routes;
+    const server = await buildHttpServer(app().started.deps, pino({ level: 'silent' }));
+    await server.ready();
+    routes = routerRoutes(server.printRoutes({ commonPrefix: false }));
+    await server.close();
+    expect(routes.has('GET /v1/status')).toBe(true); // the parser understood the tree
+    return routes;
+  };
+
+  for (const [prefix, title] of [
+    ['/v1', 'surface R'],
+    ['/api/v1', 'surface A'],
+  ] as const) {
+    it(`${prefix}/openapi.json is valid OpenAPI 3.1, version 1.0.0, and lists every ${title} route`, async () => {
+      const res = await app().request('GET', `${prefix}/openapi.json`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      const doc = res.body;
+      expect(doc.openapi).toMatch(/^3\.1\./);
+      expect(doc.info.version).toBe('1.0.0');
+
+      const validator = new Validator();
+      const result = await validator.validate(structuredClone(doc));
+      expect(result.errors ?? [], JSON.stringify(result.errors, null, 1)?.slice(0, 2000)).toEqual([]);
+      expect(result.valid).toBe(true);
+      expect(validator.version).toMatch(/^3\.1/);
+
+      const documented = documentedRoutes(doc);
+      const served = [...(await allRoutes())].filter((r) => r.split(' ')[1]!.startsWith(`${prefix}/`) && !r.endsWith('/openapi.json'));
+      // the other surface never leaks in (/v1 is not a prefix of /api/v1 and vice versa)
+      for (const r of documented) expect(r.split(' ')[1]!.startsWith(`${prefix}/`), r).toBe(true);
+      expect([...documented].sort()).toEqual(served.sort());
+
+      // every operation has a summary, and keyed operations use the bearer scheme
+      expect(doc.components?.securitySchemes?.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+      for (const [path, item] of Object.entries<any>(doc.paths)) {
+        for (const [method, op] of Object.entries<any>(item)) {
+          if (!METHODS.has(method)) continue;
+          expect(op.summary, `${method} ${path}`).toBeTruthy();
+        }
+      }
+      expect(doc.servers?.[0]?.url).toMatch(/^https?:\/\//);
+    });
+  }
+
+  it('the documents need no key and do not list themselves', async () => {
+    for (const prefix of ['/v1', '/api/v1']) {
+      const res = await app().request('GET', `${prefix}/openapi.json`);
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body.paths)).not.toContain(`${prefix}/openapi.json`);
+    }
+  });
+
+  it('known operations are described with their parameters', async () => {
+    const r = (await app().request('GET', '/v1/openapi.json')).body;
+    expect(r.paths['/v1/status']?.get).toBeTruthy();
+    expect(r.paths['/v1/accounts']?.get).toBeTruthy();
+    expect(r.paths['/v1/accounts']?.post?.requestBody).toBeTruthy();
+    expect(r.paths['/v1/accounts/{account_id}']?.get?.parameters?.some((p: any) => p.name === 'account_id' && p.in === 'path')).toBe(true);
+    expect(r.paths['/v1/account/limits']?.get?.parameters?.some((p: any) => p.name === 'account_id' && p.in === 'query')).toBe(true);
+    expect(r.paths['/v1/accounts'].get.parameters.some((p: any) => p.name === 'limit')).toBe(true);
+    const a = (await app().request('GET', '/api/v1/openapi.json')).body;
+    expect(a.paths['/api/v1/status']?.get).toBeTruthy();
+    expect(a.paths['/api/v1/accounts']?.post).toBeTruthy();
+    // the no-key operation says so
+    expect(a.paths['/api/v1/agent_auth/capabilities']?.get?.security).toEqual([]);
+  });
+});
