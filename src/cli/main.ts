@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { createApp } from '../app.ts';
 import { openDatabase, migrate } from '../db/database.ts';
 import { registerUser, RegistrationError, setAccountStatus, setAccountSuspended } from '../accounts/accounts.service.ts';
 import { createApiKey } from '../auth/keys.service.ts';
@@ -29,7 +28,7 @@ async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>
     const out = await fn(database.db);
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } catch (err) {
-    const message = err instanceof RegistrationError ? `${err.field}: ${err.message}` : err instanceof AppError ? `${err.code}: ${err.message}` : String(err);
+    const message = err instanceof RegistrationError ? `${err.field}: ${err.message}` : err instanceof AppError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
     process.stdout.write(`${JSON.stringify({ error: message })}\n`);
     process.exitCode = 1;
   } finally {
@@ -44,6 +43,9 @@ program
   .description('Run the service (roles from CUBBY_ROLES)')
   .action(async () => {
     const cfg = config();
+    // Loaded here, not at the top: the operator commands need only the database, and
+    // loading every HTTP route made each of them take seconds to start.
+    const { createApp } = await import('../app.ts');
     const app = createApp(cfg);
     const started = await app.start();
     const users = await started.deps.db.selectFrom('users').select('id').limit(1).execute();
