@@ -6,6 +6,8 @@ import { resolveSecretKey } from './secret.ts';
 import { createLogger } from './logger.ts';
 import { buildHttpServer } from './http/server.ts';
 import { sweepActivity } from './activity/activity.service.ts';
+import { FsBlobStore } from './blobs/fs-store.ts';
+import path from 'node:path';
 
 export interface StartedApp {
   urls: { http: string | null };
@@ -44,6 +46,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         config,
         secret,
         now: options.now ?? (() => new Date()),
+        blobs: new FsBlobStore(path.join(config.dataDir, 'blobs')),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
       };
       let httpPort: number | null = null;

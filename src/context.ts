@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import type { DB } from './db/schema.ts';
 import type { Dialect } from './db/database.ts';
 import type { AgentInfo, Credential } from './auth/credential.ts';
+import type { BlobStore } from './blobs/blob-store.ts';
 
 /** Long-lived things every service function may use. */
 export interface AppDeps {
@@ -12,6 +13,8 @@ export interface AppDeps {
   /** Secret for signing cursors, links and cookies (derived from CUBBY_SECRET_KEY). */
   secret: string;
   now: () => Date;
+  /** File bytes, content-addressed by SHA-256. */
+  blobs: BlobStore;
   /** Base URL for links shown to people and clients (CUBBY_PUBLIC_URL or the bound address). */
   publicUrl: () => string;
 }

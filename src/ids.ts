@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 
 // Prefixed ULIDs: sortable by creation and checkable by clients with ^<prefix>[A-Za-z0-9]+$.
 const ulid = monotonicFactory();
-export type IdPrefix = 'acct' | 'usr' | 'key' | 'mem' | 'act' | 'req' | 'ses' | 'bkt' | 'bktrv' | 'df' | 'dfv' | 'eml' | 'bus' | 'job' | 'evt' | 'adr' | 'mbc';
+export type IdPrefix = 'acct' | 'usr' | 'key' | 'mem' | 'act' | 'req' | 'ses' | 'bkt' | 'bktrv' | 'df' | 'dfv' | 'eml' | 'bus' | 'job' | 'evt' | 'adr' | 'mbc' | 'du' | 'busf';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

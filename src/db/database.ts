@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { DB } from './schema.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
+import * as m0003 from './migrations/0003_files.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -18,6 +19,7 @@ export interface Database {
 const MIGRATIONS: Record<string, Migration> = {
   '0001_identity': m0001,
   '0002_mailboxes': m0002,
+  '0003_files': m0003,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -167,7 +167,100 @@ export interface IdempotencyKeysTable {
   created_at: string;
 }
 
+export interface BlobsTable {
+  sha256: string;
+  byte_size: number;
+  md5: string;
+  created_at: string;
+}
+
+export interface MailboxVersionsTable {
+  id: string;
+  mailbox_id: string;
+  version_number: number;
+  action: string;
+  files_changed: number;
+  created_by_user_id: string | null;
+  created_by_api_key_id: string | null;
+  created_at: string;
+}
+
+export type FileRole = 'source' | 'reference' | 'generated' | 'agent_output' | 'export' | 'artifact';
+export interface FilesTable {
+  id: string;
+  mailbox_id: string;
+  account_id: string;
+  path: string;
+  live_path: string | null;
+  folder: string;
+  basename: string;
+  role: FileRole;
+  created_by_system: string;
+  current_version_id: string | null;
+  version_count: number;
+  read_at: string | null;
+  read_by_user_id: string | null;
+  read_by_api_key_id: string | null;
+  created_by_user_id: string | null;
+  created_by_api_key_id: string | null;
+  created_by_agent: string | null;
+  updated_by_user_id: string | null;
+  updated_by_api_key_id: string | null;
+  updated_by_agent: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface FileVersionsTable {
+  id: string;
+  file_id: string;
+  mailbox_id: string;
+  version_number: number;
+  name: string;
+  path: string;
+  mime_type: string;
+  sha256: string | null;
+  byte_size: number;
+  reason: string | null;
+  created_by_system: string;
+  deleted: number;
+  mailbox_version_id: string | null;
+  read_at: string | null;
+  read_by_user_id: string | null;
+  read_by_api_key_id: string | null;
+  created_by_user_id: string | null;
+  created_by_api_key_id: string | null;
+  created_by_agent: string | null;
+  created_at: string;
+}
+
+export type DirectUploadStatus = 'pending' | 'uploaded' | 'consumed';
+export interface DirectUploadsTable {
+  id: string;
+  account_id: string;
+  mailbox_id: string;
+  path: string;
+  filename: string;
+  byte_size: number;
+  checksum: string;
+  sha256: string;
+  content_type: string;
+  status: DirectUploadStatus;
+  upload_session_id: string | null;
+  expires_at: string;
+  uploaded_at: string | null;
+  created_by_user_id: string | null;
+  created_by_api_key_id: string | null;
+  created_at: string;
+}
+
 export interface DB {
+  blobs: BlobsTable;
+  mailbox_versions: MailboxVersionsTable;
+  files: FilesTable;
+  file_versions: FileVersionsTable;
+  direct_uploads: DirectUploadsTable;
   mailboxes: MailboxesTable;
   email_addresses: EmailAddressesTable;
   mailbox_creations: MailboxCreationsTable;

@@ -11,6 +11,9 @@ import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/acco
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
+import { registerFileRoutesR } from '../files/files.routes.ts';
+import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
+import { registerBlobRoutes } from '../files/blob.routes.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
@@ -93,6 +96,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       r.addHook('onRequest', authenticate);
       registerAccountRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
+      registerFileRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -101,6 +105,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       a.addHook('onRequest', authenticate);
       registerAccountRoutesA(a as any, deps);
       registerBucketRoutesA(a as any);
+      registerBucketFileRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );
@@ -115,6 +120,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/v1'));
   app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
 
+  await registerBlobRoutes(app as any, deps);
   await registerWeb(app as any, deps);
   return app;
 }

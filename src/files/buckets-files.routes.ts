@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { accountIdField, pageQuery, writeBody } from '../http/schemas.ts';
+import { AppError } from '../errors.ts';
+import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
+import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
+import { createDirectUpload } from './direct-uploads.service.ts';
+import { saveFile } from './files.service.ts';
+import { listFiles } from './files.list.ts';
+import { presentFiles } from './files.present.ts';
+import { findFileByPath } from './files.repo.ts';
+import { cleanPath } from './paths.ts';
+import { contentDisposition } from './blob.routes.ts';
+import { blobDeclaration, directUploadResponse, presentWrite } from './files.routes.ts';
+
+type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
+const tags = ['files'];
+const idParams = z.object({ id: z.string().min(1).max(100) });
+
+export function registerBucketFileRoutesA(app: App) {
+  app.post(
+    '/direct_uploads',
+    {
+      schema: {
+        tags,
+        summary: 'Declare a file and get a signed upload URL; PUT the bytes without the API key',
+        body: writeBody({ bucket_id: z.string().min(1).max(100), path: z.string().max(2048), existing_file_policy: z.enum(['replace', 'skip']).optional(), blob: blobDeclaration }),
+      },
+    },
+    async (req, reply) => {
+      const b = req.body;
+      const result = await createDirectUpload(req.ctx, { accountId: selector(req), mailboxId: b.bucket_id, path: b.path, existingFilePolicy: b.existing_file_policy, blob: b.blob });
+      const out = await directUploadResponse(req.ctx, result);
+      return reply.code(out.status).send({ data: out.data });
+    },
+  );
+
+  app.post(
+    '/buckets/:id/files',
+    { schema: { tags, summary: 'Save an uploaded blob at a path; the same path creates a new version', params: idParams, body: writeBody({ path: z.string().max(2048), signed_blob_id: z.string().min(1).max(300), expected_mailbox_version: z.string().max(100).nullable().optional() }) } },
+    async (req, reply) => {
+      const r = await saveFile(req.ctx, { accountId: selector(req), mailboxId: req.params.id, path: req.body.path, signedBlobId: req.body.signed_blob_id, expectedMailboxVersion: req.body.expected_mailbox_version, reason: reasonOf(req) });
+      return reply.code(r.created ? 201 : 200).send({ data: await presentWrite(req.ctx, r) });
+    },
+  );
+
+  app.get(
+    '/buckets/:id/files',
+    { schema: { tags, summary: 'List files of a bucket', params: idParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, account_id: accountIdField }) } },
+    async (req) => {
+      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor });
+      return { data: { files: await presentFiles(req.ctx.db, page.items), pagination: page.pagination } };
+    },
+  );
+
+  app.get(
+    '/buckets/:id/files/by_path',
+    { schema: { tags, summary: "The file's bytes by path", params: idParams, querystring: z.object({ path: z.string().max(2048), account_id: accountIdField }) } },
+    async (req, reply) => {
+      const { mailbox } = await loadMailbox(req.ctx, req.query.account_id, req.params.id, 'read');
+      const p = cleanPath(req.query.path, 'path', { allowEmail: true });
+      const file = await findFileByPath(req.ctx.db, mailbox.id, p.path);
+      const v = file?.current_version_id ? await req.ctx.db.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id).executeTakeFirst() : undefined;
+      if (!file || !v?.sha256) throw new AppError('MAILBOX_FILE_NOT_FOUND', `No file at ${p.path}.`, { path: p.path });
+      reply
+        .type(v.mime_type)
+        .header('content-length', String(v.byte_size))
+        .header('etag', `"${v.sha256}"`)
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "sandbox; default-src 'none'")
+        .header('content-disposition', contentDisposition('attachment', v.name));
+      return reply.send(Number(v.byte_size) === 0 ? '' : await req.ctx.blobs.read(v.sha256));
+    },
+  );
+}

@@ -1,0 +1,47 @@
+import type { Kysely } from 'kysely';
+import type { DB, FilesTable, FileVersionsTable } from '../db/schema.ts';
+import type { GroupUsage } from './files.write.ts';
+
+export async function groupUsage(db: Kysely<DB>, groupId: string): Promise<GroupUsage> {
+  const row = await db
+    .selectFrom('mailboxes')
+    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+    .select((eb) => [eb.fn.sum<number>('mailboxes.files_count').as('files'), eb.fn.sum<number>('mailboxes.storage_bytes').as('storage')])
+    .where('mailboxes.deleted_at', 'is', null)
+    .where((eb) => eb.or([eb('accounts.id', '=', groupId), eb('accounts.parent_account_id', '=', groupId)]))
+    .executeTakeFirstOrThrow();
+  return { files: Number(row.files ?? 0), storage: Number(row.storage ?? 0) };
+}
+
+export function findLiveFile(db: Kysely<DB>, mailboxId: string, fileId: string): Promise<FilesTable | undefined> {
+  return db.selectFrom('files').selectAll().where('mailbox_id', '=', mailboxId).where('id', '=', fileId).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+export function findFileByPath(db: Kysely<DB>, mailboxId: string, path: string): Promise<FilesTable | undefined> {
+  return db.selectFrom('files').selectAll().where('mailbox_id', '=', mailboxId).where('live_path', '=', path).executeTakeFirst();
+}
+
+export async function versionsById(db: Kysely<DB>, ids: (string | null)[]): Promise<Map<string, FileVersionsTable>> {
+  const wanted = [...new Set(ids.filter((x): x is string => !!x))];
+  if (!wanted.length) return new Map();
+  const rows = await db.selectFrom('file_versions').selectAll().where('id', 'in', wanted).execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+export async function recentReasons(db: Kysely<DB>, fileIds: string[]) {
+  if (!fileIds.length) return new Map<string, FileVersionsTable[]>();
+  const rows = await db
+    .selectFrom('file_versions')
+    .selectAll()
+    .where('file_id', 'in', fileIds)
+    .where('reason', 'is not', null)
+    .orderBy('version_number', 'desc')
+    .execute();
+  const out = new Map<string, FileVersionsTable[]>();
+  for (const r of rows) {
+    const list = out.get(r.file_id) ?? [];
+    if (list.length < 20) list.push(r);
+    out.set(r.file_id, list);
+  }
+  return out;
+}

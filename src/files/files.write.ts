@@ -1,0 +1,196 @@
+import type { FileRole, FilesTable, FileVersionsTable } from '../db/schema.ts';
+import type { PlanLimits } from '../accounts/plans.ts';
+import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { iso } from '../time.ts';
+import type { MailboxChange } from './mailbox-change.ts';
+import { isPdf } from './paths.ts';
+
+export interface NewContent {
+  path: string;
+  folder: string;
+  basename: string;
+  /** Display name of the version (defaults to the basename). */
+  name?: string | null;
+  role?: FileRole;
+  sha256: string;
+  byteSize: number;
+  md5: string;
+  mimeType: string;
+  reason?: string | null;
+  createdBySystem: string;
+  policy?: 'replace' | 'skip';
+}
+
+export interface WriteResult {
+  file: FilesTable;
+  version: FileVersionsTable;
+  created: boolean;
+  skipped: boolean;
+  duplicate: boolean;
+  skipCode: 'DUPLICATE_FILE_VERSION' | 'FILE_EXISTS' | null;
+}
+
+export interface GroupUsage {
+  files: number;
+  storage: number;
+}
+
+/** Limits that apply to one more version of `byteSize` bytes. */
+export function checkContentLimits(limits: PlanLimits, name: string, mimeType: string, byteSize: number, field = 'byte_size') {
+  const cap = isPdf(name, mimeType) && limits.max_pdf_size_bytes !== null ? Math.min(limits.max_pdf_size_bytes, limits.max_file_size_bytes ?? Infinity) : limits.max_file_size_bytes;
+  if (cap !== null && byteSize > cap) {
+    throw new AppError('FILE_TOO_LARGE', `The file is ${byteSize} bytes; the plan allows ${cap}.`, { field, byte_size: byteSize, max_bytes: cap, limit: isPdf(name, mimeType) ? 'max_pdf_size_bytes' : 'max_file_size_bytes' });
+  }
+}
+
+export function actorColumns(change: MailboxChange) {
+  return {
+    user: change.actor.userId,
+    key: change.actor.apiKeyId,
+    agent: change.actor.agent?.agent || change.actor.agent?.client ? JSON.stringify({ name: change.actor.agent.agent ?? change.actor.agent.client }) : null,
+  };
+}
+
+/**
+ * Writes one file version at a path inside a mailbox change: a new file, a new version of
+ * the live file at that path, or a skip (identical content, or policy `skip`).
+ */
+export async function writeFileVersion(change: MailboxChange, limits: PlanLimits, group: GroupUsage, input: NewContent): Promise<WriteResult> {
+  const trx = change.trx;
+  const now = iso(change.now);
+  const existing = await trx.selectFrom('files').selectAll().where('mailbox_id', '=', change.mailboxId).where('live_path', '=', input.path).executeTakeFirst();
+  const current = existing?.current_version_id
+    ? await trx.selectFrom('file_versions').selectAll().where('id', '=', existing.current_version_id).executeTakeFirstOrThrow()
+    : undefined;
+  if (existing && current) {
+    if (current.sha256 === input.sha256) return { file: existing, version: current, created: false, skipped: true, duplicate: true, skipCode: 'DUPLICATE_FILE_VERSION' };
+    if (input.policy === 'skip') return { file: existing, version: current, created: false, skipped: true, duplicate: false, skipCode: 'FILE_EXISTS' };
+  }
+  checkContentLimits(limits, input.basename, input.mimeType, input.byteSize);
+  // storage_bytes counts the current version of each live file; history is bounded by max_file_versions_per_file.
+  const growth = input.byteSize - (current?.byte_size ?? 0);
+  if (limits.max_storage_bytes !== null && growth > 0 && group.storage + change.storageDelta + growth > limits.max_storage_bytes) {
+    throw new AppError('STORAGE_LIMIT_REACHED', undefined, { limit: 'max_storage_bytes', max: limits.max_storage_bytes, path: input.path });
+  }
+  if (!existing) {
+    if (limits.max_files_per_mailbox !== null && change.currentFiles + 1 > limits.max_files_per_mailbox) {
+      throw new AppError('FILE_LIMIT_REACHED', `A mailbox holds at most ${limits.max_files_per_mailbox} files.`, { limit: 'max_files_per_mailbox', max: limits.max_files_per_mailbox, path: input.path });
+    }
+    if (limits.max_current_files !== null && group.files + change.filesDelta + 1 > limits.max_current_files) {
+      throw new AppError('FILE_LIMIT_REACHED', `The account holds at most ${limits.max_current_files} current files.`, { limit: 'max_current_files', max: limits.max_current_files, path: input.path });
+    }
+  } else if (limits.max_file_versions_per_file !== null && existing.version_count + 1 > limits.max_file_versions_per_file) {
+    throw new AppError('FILE_VERSION_LIMIT_REACHED', undefined, { limit: 'max_file_versions_per_file', max: limits.max_file_versions_per_file, path: input.path, file_id: existing.id });
+  }
+
+  const who = actorColumns(change);
+  const mailboxVersionId = change.version();
+  let file: FilesTable;
+  if (existing) {
+    file = existing;
+  } else {
+    file = {
+      id: newId('df'),
+      mailbox_id: change.mailboxId,
+      account_id: change.accountId,
+      path: input.path,
+      live_path: input.path,
+      folder: input.folder,
+      basename: input.basename,
+      role: input.role ?? 'source',
+      created_by_system: input.createdBySystem,
+      current_version_id: null,
+      version_count: 0,
+      read_at: null,
+      read_by_user_id: null,
+      read_by_api_key_id: null,
+      created_by_user_id: who.user,
+      created_by_api_key_id: who.key,
+      created_by_agent: who.agent,
+      updated_by_user_id: who.user,
+      updated_by_api_key_id: who.key,
+      updated_by_agent: who.agent,
+      created_at: now,
+      updated_at: now,
+      deleted_at: null,
+    };
+    await trx.insertInto('files').values(file).execute();
+    change.filesDelta += 1;
+  }
+  const version: FileVersionsTable = {
+    id: newId('dfv'),
+    file_id: file.id,
+    mailbox_id: change.mailboxId,
+    version_number: file.version_count + 1,
+    name: input.name?.trim() || input.basename,
+    path: input.path,
+    mime_type: input.mimeType,
+    sha256: input.sha256,
+    byte_size: input.byteSize,
+    reason: input.reason ?? null,
+    created_by_system: input.createdBySystem,
+    deleted: 0,
+    mailbox_version_id: mailboxVersionId,
+    read_at: null,
+    read_by_user_id: null,
+    read_by_api_key_id: null,
+    created_by_user_id: who.user,
+    created_by_api_key_id: who.key,
+    created_by_agent: who.agent,
+    created_at: now,
+  };
+  await trx.insertInto('file_versions').values(version).execute();
+  const patch = {
+    current_version_id: version.id,
+    version_count: version.version_number,
+    role: input.role ?? file.role,
+    updated_by_user_id: who.user,
+    updated_by_api_key_id: who.key,
+    updated_by_agent: who.agent,
+    updated_at: now,
+  };
+  await trx.updateTable('files').set(patch).where('id', '=', file.id).execute();
+  change.storageDelta += growth;
+  return { file: { ...file, ...patch }, version, created: !existing, skipped: false, duplicate: false, skipCode: null };
+}
+
+/** Records a deletion as a version and frees the path. */
+export async function deleteFileVersion(change: MailboxChange, file: FilesTable, reason: string | null): Promise<FileVersionsTable> {
+  const who = actorColumns(change);
+  const now = iso(change.now);
+  const current = file.current_version_id
+    ? await change.trx.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id).executeTakeFirst()
+    : undefined;
+  const version: FileVersionsTable = {
+    id: newId('dfv'),
+    file_id: file.id,
+    mailbox_id: change.mailboxId,
+    version_number: file.version_count + 1,
+    name: current?.name ?? file.basename,
+    path: file.path,
+    mime_type: current?.mime_type ?? 'application/octet-stream',
+    sha256: null,
+    byte_size: 0,
+    reason,
+    created_by_system: 'api',
+    deleted: 1,
+    mailbox_version_id: change.version(),
+    read_at: null,
+    read_by_user_id: null,
+    read_by_api_key_id: null,
+    created_by_user_id: who.user,
+    created_by_api_key_id: who.key,
+    created_by_agent: who.agent,
+    created_at: now,
+  };
+  await change.trx.insertInto('file_versions').values(version).execute();
+  await change.trx
+    .updateTable('files')
+    .set({ live_path: null, deleted_at: now, version_count: version.version_number, updated_at: now, updated_by_user_id: who.user, updated_by_api_key_id: who.key })
+    .where('id', '=', file.id)
+    .execute();
+  change.filesDelta -= 1;
+  change.storageDelta -= Number(current?.byte_size ?? 0);
+  return version;
+}
