@@ -19,7 +19,7 @@ export async function uploadFile(app: TestApp, key: string, mailboxId: string, p
   const step1 = await app.request('POST', '/v1/direct_uploads', { key, body: { mailbox_id: mailboxId, path, blob: { ...describeBytes(bytes, name), purpose: 'mailbox_file' } } });
   if (step1.status === 200 && step1.body.data.skipped) return step1;
   expect(step1.status, step1.text).toBe(201);
-  const put = await fetch(step1.body.data.direct_upload.url, { method: 'PUT', headers: step1.body.data.direct_upload.headers, body: bytes });
+  const put = await fetch(step1.body.data.direct_upload.url, { method: 'PUT', headers: step1.body.data.direct_upload.headers, body: new Uint8Array(bytes) });
   expect(put.status, await put.clone().text()).toBe(200);
   return app.request('POST', `/v1/mailboxes/${mailboxId}/files`, { key, body: { path, signed_blob_id: step1.body.data.signed_id, ...extra } });
 }
