@@ -7,6 +7,7 @@ import type { DB } from './schema.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
 import * as m0003 from './migrations/0003_files.ts';
+import * as m0004 from './migrations/0004_upload_sessions.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0001_identity': m0001,
   '0002_mailboxes': m0002,
   '0003_files': m0003,
+  '0004_upload_sessions': m0004,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -255,12 +255,58 @@ export interface DirectUploadsTable {
   created_at: string;
 }
 
+export type UploadSessionStatus = 'pending' | 'finalized' | 'expired' | 'failed';
+export interface UploadSessionsTable {
+  id: string;
+  account_id: string;
+  mailbox_id: string;
+  status: UploadSessionStatus;
+  pending_slot: string | null;
+  client_session_key: string | null;
+  delete_missing: number;
+  expected_file_count: number | null;
+  base_mailbox_version_id: string | null;
+  reserved_version_id: string;
+  target_mailbox_version_id: string | null;
+  pruned_files_count: number;
+  uploads_expire_at: string;
+  session_closed_at: string | null;
+  created_by_user_id: string | null;
+  created_by_api_key_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** pending: declared (bytes may or may not be there); saved: in the tree; failed: discarded unsaved. */
+export type UploadSessionFileStatus = 'pending' | 'saved' | 'skipped' | 'superseded' | 'failed';
+export interface UploadSessionFilesTable {
+  id: string;
+  session_id: string;
+  path: string;
+  name: string | null;
+  input_index: number;
+  direct_upload_id: string | null;
+  sha256: string;
+  byte_size: number;
+  content_type: string;
+  status: UploadSessionFileStatus;
+  skip_code: string | null;
+  skip_reason: string | null;
+  file_id: string | null;
+  file_version_id: string | null;
+  created: number;
+  created_at: string;
+  saved_at: string | null;
+}
+
 export interface DB {
   blobs: BlobsTable;
   mailbox_versions: MailboxVersionsTable;
   files: FilesTable;
   file_versions: FileVersionsTable;
   direct_uploads: DirectUploadsTable;
+  upload_sessions: UploadSessionsTable;
+  upload_session_files: UploadSessionFilesTable;
   mailboxes: MailboxesTable;
   email_addresses: EmailAddressesTable;
   mailbox_creations: MailboxCreationsTable;
