@@ -14,7 +14,7 @@ import { findFileByPath, versionsById } from './files.repo.ts';
 
 /** How long an upload URL and its unsaved bytes stay valid. */
 export const UPLOAD_TTL_SECONDS = 6 * 3600;
-const SIGNED_BLOB = 'signed-blob';
+export const SIGNED_BLOB = 'signed-blob';
 export const UPLOAD_URL = 'upload-url';
 
 export interface BlobDeclaration {

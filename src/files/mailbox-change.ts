@@ -13,6 +13,8 @@ import { iso } from '../time.ts';
  */
 export class MailboxChange {
   private versionId: string | null = null;
+  /** Id to use for the mailbox version instead of a new one (an upload session's reserved id). */
+  private presetVersionId: string | null = null;
   private changed = 0;
   storageDelta = 0;
   filesDelta = 0;
@@ -34,7 +36,7 @@ export class MailboxChange {
     trx: Kysely<DB>,
     dialect: Dialect,
     mailboxId: string,
-    opts: { actor: Actor; now: Date; action: string; expectedVersion?: string | null; allowArchived?: boolean; sessionId?: string | null },
+    opts: { actor: Actor; now: Date; action: string; expectedVersion?: string | null; allowArchived?: boolean; sessionId?: string | null; versionId?: string | null },
   ): Promise<MailboxChange> {
     let q = trx
       .selectFrom('mailboxes')
@@ -54,7 +56,9 @@ export class MailboxChange {
     if (opts.expectedVersion !== undefined && opts.expectedVersion !== null && opts.expectedVersion !== (m.version_id ?? '')) {
       throw new AppError('MAILBOX_VERSION_CONFLICT', undefined, { mailbox_id: mailboxId, expected_mailbox_version: opts.expectedVersion, current_mailbox_version: m.version_id });
     }
-    return new MailboxChange(trx, mailboxId, m.account_id, { ...m, storage_bytes: Number(m.storage_bytes), files_count: Number(m.files_count) }, opts.actor, opts.now, opts.action);
+    const change = new MailboxChange(trx, mailboxId, m.account_id, { ...m, storage_bytes: Number(m.storage_bytes), files_count: Number(m.files_count) }, opts.actor, opts.now, opts.action);
+    change.presetVersionId = opts.versionId ?? null;
+    return change;
   }
 
   get currentStorage(): number {
@@ -67,7 +71,7 @@ export class MailboxChange {
   /** The id of the mailbox version this change will create; allocating it marks the change. */
   version(): string {
     this.changed++;
-    this.versionId ??= newId('bktrv');
+    this.versionId ??= this.presetVersionId ?? newId('bktrv');
     return this.versionId;
   }
 
