@@ -7,6 +7,7 @@ import { createLogger } from './logger.ts';
 import { buildHttpServer } from './http/server.ts';
 import { sweepActivity } from './activity/activity.service.ts';
 import { FsBlobStore } from './blobs/fs-store.ts';
+import { expireUploadSessions } from './uploads/upload-sessions.lifecycle.ts';
 import path from 'node:path';
 
 export interface StartedApp {
@@ -21,6 +22,7 @@ export interface App {
 }
 
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+const UPLOAD_SWEEP_INTERVAL_MS = 60 * 1000;
 
 export interface AppOptions {
   /** Clock override for tests of time-based rules. */
@@ -32,6 +34,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let database: Database | undefined;
   let http: FastifyInstance | undefined;
   let sweeper: NodeJS.Timeout | undefined;
+  let uploadSweeper: NodeJS.Timeout | undefined;
   let boundHttp: string | null = null;
 
   return {
@@ -62,11 +65,16 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         const sweep = () => sweepActivity(deps.db, deps.now()).catch((err) => logger.error({ err }, 'activity sweep failed'));
         sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
         sweeper.unref();
+        // Upload sessions past uploads_expire_at: expired, unsaved uploads discarded, lock released.
+        const expireUploads = () => expireUploadSessions(deps.db, deps.now()).catch((err) => logger.error({ err }, 'upload session sweep failed'));
+        uploadSweeper = setInterval(expireUploads, UPLOAD_SWEEP_INTERVAL_MS);
+        uploadSweeper.unref();
       }
       return { urls: { http: boundHttp }, ports: { http: httpPort }, deps };
     },
     async stop() {
       if (sweeper) clearInterval(sweeper);
+      if (uploadSweeper) clearInterval(uploadSweeper);
       await http?.close();
       await database?.close();
     },

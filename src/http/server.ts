@@ -14,6 +14,7 @@ import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
 import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
+import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
@@ -97,6 +98,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerAccountRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);
+      registerUploadSessionRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -106,6 +108,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerAccountRoutesA(a as any, deps);
       registerBucketRoutesA(a as any);
       registerBucketFileRoutesA(a as any);
+      registerUploadSessionRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );

@@ -1,0 +1,139 @@
+import { sql, type Kysely } from 'kysely';
+import type { DB, UploadSessionFilesTable, UploadSessionsTable } from '../db/schema.ts';
+
+export const LOCK_KIND = 'upload_session';
+
+export interface SessionCounts {
+  files_count: number;
+  pending_files_count: number;
+  uploaded_files_count: number;
+  finalized_files_count: number;
+  skipped_files_count: number;
+  skipped_code_counts: Record<string, number>;
+  failed_files_count: number;
+  /** Declared and not yet saved, skipped or discarded (pending + uploaded). */
+  unsaved: number;
+}
+
+export function findSession(db: Kysely<DB>, mailboxId: string, sessionId: string): Promise<UploadSessionsTable | undefined> {
+  return db.selectFrom('upload_sessions').selectAll().where('id', '=', sessionId).where('mailbox_id', '=', mailboxId).executeTakeFirst();
+}
+
+export function pendingSessionByKey(db: Kysely<DB>, mailboxId: string, key: string): Promise<UploadSessionsTable | undefined> {
+  return db.selectFrom('upload_sessions').selectAll().where('mailbox_id', '=', mailboxId).where('client_session_key', '=', key).where('status', '=', 'pending').executeTakeFirst();
+}
+
+/**
+ * Counts by state. A declared file is "pending" until its bytes arrive and "uploaded" after
+ * (the PUT endpoint marks its direct upload); superseded declarations are not counted.
+ */
+export async function sessionCounts(db: Kysely<DB>, sessionId: string): Promise<SessionCounts> {
+  const rows = await db
+    .selectFrom('upload_session_files as f')
+    .leftJoin('direct_uploads as d', 'd.id', 'f.direct_upload_id')
+    .select((eb) => ['f.status', 'f.skip_code', 'd.status as upload_status', eb.fn.countAll<number>().as('n')])
+    .where('f.session_id', '=', sessionId)
+    .where('f.status', '!=', 'superseded')
+    .groupBy(['f.status', 'f.skip_code', 'd.status'])
+    .execute();
+  const c: SessionCounts = { files_count: 0, pending_files_count: 0, uploaded_files_count: 0, finalized_files_count: 0, skipped_files_count: 0, skipped_code_counts: {}, failed_files_count: 0, unsaved: 0 };
+  for (const r of rows) {
+    const n = Number(r.n);
+    c.files_count += n;
+    if (r.status === 'pending') {
+      c.unsaved += n;
+      if (r.upload_status === 'pending') c.pending_files_count += n;
+      else c.uploaded_files_count += n;
+    } else if (r.status === 'saved') c.finalized_files_count += n;
+    else if (r.status === 'failed') c.failed_files_count += n;
+    else if (r.status === 'skipped') {
+      c.skipped_files_count += n;
+      const code = r.skip_code ?? 'SKIPPED';
+      c.skipped_code_counts[code] = (c.skipped_code_counts[code] ?? 0) + n;
+    }
+  }
+  return c;
+}
+
+export async function countUnsaved(db: Kysely<DB>, sessionId: string): Promise<number> {
+  const row = await db.selectFrom('upload_session_files').select((eb) => eb.fn.countAll<number>().as('n')).where('session_id', '=', sessionId).where('status', '=', 'pending').executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * The next unsaved files to save, oldest first: those whose bytes are known to be there,
+ * then the rest (their bytes are checked, and their absence reported, before saving).
+ */
+export async function nextUnsaved(db: Kysely<DB>, sessionId: string, limit: number): Promise<UploadSessionFilesTable[]> {
+  const base = () =>
+    db
+      .selectFrom('upload_session_files as f')
+      .innerJoin('direct_uploads as d', 'd.id', 'f.direct_upload_id')
+      .selectAll('f')
+      .where('f.session_id', '=', sessionId)
+      .where('f.status', '=', 'pending')
+      .orderBy('f.id')
+      .limit(limit);
+  const ready = await base().where('d.status', '!=', 'pending').execute();
+  if (ready.length >= limit) return ready;
+  const rest = await base().where('d.status', '=', 'pending').limit(limit - ready.length).execute();
+  return [...ready, ...rest];
+}
+
+/** Live files of the mailbox that the session did not name (never under `_email/`): what delete_missing removes. */
+function pruneQuery(db: Kysely<DB>, session: UploadSessionsTable) {
+  return db
+    .selectFrom('files')
+    .where('files.mailbox_id', '=', session.mailbox_id)
+    .where('files.live_path', 'is not', null)
+    .where(sql<string>`substr(lower(files.live_path), 1, 7)`, '!=', '_email/')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('upload_session_files as f')
+            .select('f.id')
+            .where('f.session_id', '=', session.id)
+            .where('f.status', '!=', 'superseded')
+            .whereRef('f.path', '=', 'files.live_path'),
+        ),
+      ),
+    );
+}
+
+export function pruneCandidates(db: Kysely<DB>, session: UploadSessionsTable, limit: number) {
+  return pruneQuery(db, session).selectAll('files').orderBy('files.id').limit(limit).execute();
+}
+
+export async function countPruneCandidates(db: Kysely<DB>, session: UploadSessionsTable): Promise<number> {
+  if (session.delete_missing !== 1) return 0;
+  const row = await pruneQuery(db, session).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Locks the mailbox row until the transaction ends, on both databases (an UPDATE takes a
+ * row lock in Postgres; SQLite write transactions are serial already).
+ */
+export async function lockMailboxRow(db: Kysely<DB>, mailboxId: string): Promise<void> {
+  await db.updateTable('mailboxes').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', mailboxId).execute();
+}
+
+/** Who holds the mailbox's upload-session lock, if anyone (ignoring expiry). */
+export function lockHolder(m: { lock_kind: string | null; lock_progress: string | null }): string | null {
+  if (m.lock_kind !== LOCK_KIND || !m.lock_progress) return null;
+  return (JSON.parse(m.lock_progress) as { session_id?: string }).session_id ?? null;
+}
+
+export function lockProgress(session: UploadSessionsTable, counts?: Pick<SessionCounts, 'files_count' | 'finalized_files_count'>): string {
+  return JSON.stringify({
+    session_id: session.id,
+    expected_file_count: session.expected_file_count,
+    files_count: counts?.files_count ?? 0,
+    finalized_files_count: counts?.finalized_files_count ?? 0,
+  });
+}
+
+export async function updateLockProgress(db: Kysely<DB>, session: UploadSessionsTable): Promise<void> {
+  const counts = await sessionCounts(db, session.id);
+  await db.updateTable('mailboxes').set({ lock_progress: lockProgress(session, counts) }).where('id', '=', session.mailbox_id).where('lock_kind', '=', LOCK_KIND).where('lock_progress', 'like', `{"session_id":"${session.id}"%`).execute();
+}
