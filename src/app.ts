@@ -8,6 +8,7 @@ import { buildHttpServer } from './http/server.ts';
 import { sweepActivity } from './activity/activity.service.ts';
 import { FsBlobStore } from './blobs/fs-store.ts';
 import { expireUploadSessions } from './uploads/upload-sessions.lifecycle.ts';
+import { collectGarbageBlobs, purgeDeletedMailboxes } from './files/purge.service.ts';
 import path from 'node:path';
 
 export interface StartedApp {
@@ -21,7 +22,7 @@ export interface App {
   stop(): Promise<void>;
 }
 
-const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 const UPLOAD_SWEEP_INTERVAL_MS = 60 * 1000;
 
 export interface AppOptions {
@@ -62,7 +63,15 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         boundHttp = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${httpPort}`;
       }
       if (config.roles.includes('worker')) {
-        const sweep = () => sweepActivity(deps.db, deps.now()).catch((err) => logger.error({ err }, 'activity sweep failed'));
+        const sweep = async () => {
+          for (const [name, task] of [
+            ['activity', () => sweepActivity(deps.db, deps.now())],
+            ['deleted mailboxes', () => purgeDeletedMailboxes(deps.db)],
+            ['blobs', () => collectGarbageBlobs(deps.db, deps.blobs, deps.now())],
+          ] as const) {
+            await task().catch((err) => logger.error({ err }, `${name} sweep failed`));
+          }
+        };
         sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
         sweeper.unref();
         // Upload sessions past uploads_expire_at: expired, unsaved uploads discarded, lock released.

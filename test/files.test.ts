@@ -1,6 +1,8 @@
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
 import { describeBytes, newMailbox, uploadFile } from './files-helpers.ts';
+import { collectGarbageBlobs, purgeDeletedMailboxes } from '../src/files/purge.service.ts';
+import { createHash } from 'node:crypto';
 
 describeEachDatabase('files (surface R)', (app) => {
   it('uploads, saves, versions, skips identical content, and keeps mailbox counts exact', async () => {
@@ -123,13 +125,17 @@ describeEachDatabase('files (surface R)', (app) => {
   it('lists by folder and q with a cursor, reads by path, appends text, renames, moves, copies, deletes', async () => {
     const u = await app().user();
     const m = await newMailbox(app(), u.key);
-    for (const p of ['docs/a.md', 'docs/b.md', 'docs/deep/c.md', 'top.txt']) await uploadFile(app(), u.key, m.id, p, `content of ${p}`);
+    for (const p of ['docs/a.md', 'docs/b.md', 'docs/deep/c.md', 'top.txt']) {
+      const saved = await uploadFile(app(), u.key, m.id, p, `content of ${p}`);
+      expect(saved.status, saved.text).toBe(201);
+    }
     const docs = await app().request('GET', `/v1/mailboxes/${m.id}/files`, { key: u.key, query: { folder: 'docs', limit: 1 } });
     expect(docs.body.data.files.map((f: any) => f.path)).toEqual(['docs/a.md']);
     const next = await app().request('GET', `/v1/mailboxes/${m.id}/files`, { key: u.key, query: { folder: 'docs', limit: 1, cursor: docs.body.data.pagination.next_cursor } });
     expect(next.body.data.files.map((f: any) => f.path)).toEqual(['docs/b.md']);
     const root = await app().request('GET', `/v1/mailboxes/${m.id}/files`, { key: u.key, query: { folder: '' } });
-    expect(root.body.data.files.map((f: any) => f.path), root.text).toEqual(['top.txt']);
+    const dump = JSON.stringify(await app().started.deps.db.selectFrom('files').select(['path', 'folder', 'live_path', 'deleted_at']).where('mailbox_id', '=', m.id).execute());
+    expect(root.body.data.files.map((f: any) => f.path), `${app().kind} ${dump}`).toEqual(['top.txt']);
     const bad = await app().request('GET', `/v1/mailboxes/${m.id}/files/by_path`, { key: u.key, query: { path: 'top.txt', disposition: 'inline' } });
     expect(bad.status).toBe(422);
     expect(bad.body.error.details.field).toBe('disposition');
@@ -204,5 +210,28 @@ describeEachDatabase('files (surface R)', (app) => {
     const missing = await app().request('GET', `/api/v1/buckets/${b.id}/files/by_path`, { key: u.key, query: { path: 'nope.html' } });
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe('MAILBOX_FILE_NOT_FOUND');
+  });
+
+  it('deleting a mailbox purges its files in the background; blobs still in use elsewhere are kept', async () => {
+    const u = await app().user();
+    const doomed = await newMailbox(app(), u.key);
+    const keeper = await newMailbox(app(), u.key);
+    await uploadFile(app(), u.key, doomed.id, 'shared.txt', 'shared bytes');
+    await uploadFile(app(), u.key, doomed.id, 'only.txt', 'only in the doomed mailbox');
+    await uploadFile(app(), u.key, keeper.id, 'shared.txt', 'shared bytes');
+    await app().request('POST', `/v1/mailboxes/${doomed.id}/archive`, { key: u.key, body: {} });
+    const del = await app().request('DELETE', `/v1/mailboxes/${doomed.id}`, { key: u.key, body: { confirmation: `DELETE ${doomed.id}` } });
+    expect(del.status).toBe(200);
+    const db = app().started.deps.db;
+    const blobs = app().started.deps.blobs;
+    await purgeDeletedMailboxes(db);
+    const left = await db.selectFrom('files').select('id').where('mailbox_id', '=', doomed.id).execute();
+    expect(left).toEqual([]);
+    const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+    await collectGarbageBlobs(db, blobs, new Date(Date.now() + 3 * 86_400_000));
+    expect(await blobs.exists(sha('only in the doomed mailbox'))).toBe(false);
+    expect(await blobs.exists(sha('shared bytes'))).toBe(true);
+    const kept = await app().request('GET', `/v1/mailboxes/${keeper.id}/files/by_path`, { key: u.key, query: { path: 'shared.txt' } });
+    expect(kept.status).toBe(200);
   });
 });

@@ -13,6 +13,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
   readonly db: Kysely<DB>;
   readonly dialect: Dialect;
+  /** Postgres schema holding our tables (and the migration bookkeeping). */
+  readonly schema?: string;
   close(): Promise<void>;
 }
 
@@ -60,13 +62,16 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, dialect: 'postgres', schema: schema ?? 'public', close: () => db.destroy() };
 }
 
 export async function migrate(database: Database): Promise<void> {
   const migrator = new Migrator({
     db: database.db,
     provider: { getMigrations: async () => MIGRATIONS },
+    // Named explicitly: without it Kysely looks for its bookkeeping tables in any schema and
+    // can mistake another schema's for ours.
+    ...(database.schema ? { migrationTableSchema: database.schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {

@@ -39,7 +39,8 @@ export function signId(secret: string, purpose: string, id: string): string {
 }
 
 export function verifySignedId(secret: string, purpose: string, signed: string): string | null {
-  const at = signed.lastIndexOf('--');
+  // Ids never contain '-', while the base64url MAC may: split at the first '--'.
+  const at = signed.indexOf('--');
   if (at <= 0 || signed.length > 300) return null;
   const id = signed.slice(0, at);
   return safeEqual(signed.slice(at + 2), mac(secret, purpose, id)) ? id : null;

@@ -1,0 +1,73 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import { iso } from '../time.ts';
+
+/** Rows removed per step, so that deleting a large mailbox never holds a long transaction. */
+const CHUNK = 500;
+/** Blobs younger than this are never collected: an upload may be about to refer to them. */
+const GRACE_MS = 24 * 3600 * 1000;
+
+/**
+ * Finishes deleting mailboxes marked deleted: removes their files and versions in chunks.
+ * The mailbox row stays (its id and retired addresses stay reserved). Returns rows removed.
+ */
+export async function purgeDeletedMailboxes(db: Kysely<DB>, maxChunks = 20): Promise<number> {
+  let removed = 0;
+  for (let i = 0; i < maxChunks; i++) {
+    const files = await db
+      .selectFrom('files')
+      .innerJoin('mailboxes', 'mailboxes.id', 'files.mailbox_id')
+      .select('files.id')
+      .where('mailboxes.deleted_at', 'is not', null)
+      .limit(CHUNK)
+      .execute();
+    if (files.length === 0) break;
+    const ids = files.map((f) => f.id);
+    await db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('file_versions').where('file_id', 'in', ids).execute();
+      await trx.deleteFrom('files').where('id', 'in', ids).execute();
+    });
+    removed += ids.length;
+  }
+  await db
+    .deleteFrom('direct_uploads')
+    .where('mailbox_id', 'in', db.selectFrom('mailboxes').select('id').where('deleted_at', 'is not', null))
+    .execute();
+  return removed;
+}
+
+/**
+ * Deletes blobs no file version or live upload refers to. A blob is first forgotten in the
+ * database (so nothing new can pick it up through the `blobs` table), then removed from the store.
+ */
+export async function collectGarbageBlobs(db: Kysely<DB>, blobs: BlobStore, now: Date, max = 1000): Promise<number> {
+  const cutoff = iso(now.getTime() - GRACE_MS);
+  const orphans = await db
+    .selectFrom('blobs')
+    .select('sha256')
+    .where('created_at', '<', cutoff)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('file_versions').select('file_versions.id').whereRef('file_versions.sha256', '=', 'blobs.sha256'))),
+    )
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('direct_uploads')
+            .select('direct_uploads.id')
+            .whereRef('direct_uploads.sha256', '=', 'blobs.sha256')
+            .where('direct_uploads.status', '=', 'uploaded')
+            .where('direct_uploads.expires_at', '>', iso(now)),
+        ),
+      ),
+    )
+    .limit(max)
+    .execute();
+  let n = 0;
+  for (const { sha256 } of orphans) {
+    await db.deleteFrom('blobs').where('sha256', '=', sha256).execute();
+    await blobs.delete(sha256);
+    n++;
+  }
+  return n;
+}
