@@ -5,14 +5,14 @@ import { startTestApp } from './harness.ts';
 // CUBBY_DATABASE_SCHEMA.
 
 describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('Postgres schemas', () => {
-  // Known bug, fix pending in src/db/database.ts (owned by another change): Kysely's Migrator
-  // decides whether its kysely_migration tables exist by looking in *every* schema unless it
-  // is given migrationTableSchema. When another schema already holds them, it skips creating
-  // its own and fails with 'relation "kysely_migration_lock" does not exist'. This makes the
-  // Postgres suites flaky whenever two test files migrate at once, and stops a self-hosted
-  // Cubby from starting in a schema of a database where another Kysely app lives.
-  // Fix: new Migrator({ db, provider, migrationTableSchema: <the CUBBY_DATABASE_SCHEMA> }).
-  it.fails('an app starts in a fresh schema while another schema of the same database is migrated', async () => {
+  // Regression: Kysely's Migrator decides whether its kysely_migration tables exist by looking
+  // in *every* schema unless it is given migrationTableSchema. When another schema already held
+  // them, it skipped creating its own and failed with 'relation "kysely_migration_lock" does not
+  // exist' (or read another schema's history: 'corrupted migrations'). Postgres suites were
+  // flaky whenever two test files migrated at once, and a self-hosted Cubby could not start in a
+  // schema of a database where another Kysely app lives. Fixed in src/db/database.ts by passing
+  // migrationTableSchema.
+  it('an app starts in a fresh schema while another schema of the same database is migrated', async () => {
     const first = await startTestApp('postgres');
     try {
       const second = await startTestApp('postgres');
