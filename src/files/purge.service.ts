@@ -30,10 +30,12 @@ export async function purgeDeletedMailboxes(db: Kysely<DB>, maxChunks = 20): Pro
     });
     removed += ids.length;
   }
-  await db
-    .deleteFrom('direct_uploads')
-    .where('mailbox_id', 'in', db.selectFrom('mailboxes').select('id').where('deleted_at', 'is not', null))
-    .execute();
+  const deleted = db.selectFrom('mailboxes').select('id').where('deleted_at', 'is not', null);
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('upload_session_files').where('session_id', 'in', trx.selectFrom('upload_sessions').select('id').where('mailbox_id', 'in', deleted)).execute();
+    await trx.deleteFrom('upload_sessions').where('mailbox_id', 'in', deleted).execute();
+    await trx.deleteFrom('direct_uploads').where('mailbox_id', 'in', deleted).execute();
+  });
   return removed;
 }
 

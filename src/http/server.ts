@@ -38,6 +38,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     bodyLimit: JSON_BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     logController: new LogController({ disableRequestLogging: true }),
+    // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
+    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl()),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -46,7 +48,9 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
   // Our own JSON parser: an empty body is "no body" (GET/DELETE with `{}` or nothing);
   // anything unparseable is MALFORMED_JSON in the surface's envelope.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'string' }, (_req, body, done) => {
+  // Fastify's text parser would let text/plain bodies reach validation: only JSON is accepted.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json\s*(;.*)?$/i, { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
     try {
