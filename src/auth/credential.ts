@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DB, MailboxAccess, Scope } from '../db/schema.ts';
+import type { DB, MailboxAccess, PlanName, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { randomToken, sha256Hex } from '../ids.ts';
 import { iso } from '../time.ts';
@@ -21,6 +21,8 @@ export interface Credential {
   grantedAccountIds: string[];
   includeClientAccounts: boolean;
   transport: string;
+  /** Plan of the key's default account: it sets the key's request rate. */
+  plan: PlanName;
   expiresAt: string | null;
   lastUsedAt: string | null;
 }
@@ -51,7 +53,8 @@ export async function authenticateApiKey(db: Kysely<DB>, token: string | undefin
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
     .selectAll('api_keys')
-    .select(['users.email as user_email', 'users.name as user_name'])
+    .innerJoin('accounts', 'accounts.id', 'api_keys.default_account_id')
+    .select(['users.email as user_email', 'users.name as user_name', 'accounts.plan as plan'])
     .where('token_hash', '=', sha256Hex(token))
     .executeTakeFirst();
   if (!row) throw new AppError('UNAUTHENTICATED');
@@ -85,6 +88,7 @@ export async function authenticateApiKey(db: Kysely<DB>, token: string | undefin
     grantedAccountIds: accounts.map((a) => a.account_id),
     includeClientAccounts: row.include_client_accounts === 1,
     transport: row.transport,
+    plan: row.plan,
     expiresAt: row.expires_at,
     // This request is a use: report it, not the use before it.
     lastUsedAt: lastUsedAt ?? iso(now),

@@ -6,6 +6,8 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
 import { sendError, surfaceOf } from './render-error.ts';
+import { KeyRateLimiter } from './rate-limit.ts';
+import { PLANS } from '../accounts/plans.ts';
 import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
@@ -87,12 +89,14 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase());
   });
 
+  const limiter = new KeyRateLimiter(deps.now);
   const authenticate = async (req: FastifyRequest, _reply: FastifyReply) => {
     if (req.routeOptions.config?.auth === false) return;
     const header = req.headers.authorization;
     const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
     const agent = readAgentHeaders(req.headers);
     const credential = await authenticateApiKey(deps.db, token, agent, deps.now());
+    limiter.hit(credential.keyId, PLANS[credential.plan].api_rate_limit_requests_per_minute);
     req.ctx = { ...deps, credential, actor: { userId: credential.user.id, apiKeyId: credential.keyId, agent, requestId: req.id } };
   };
 
