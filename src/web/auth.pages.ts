@@ -1,0 +1,135 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppDeps } from '../context.ts';
+import { registerUser, RegistrationError, MAX_ACCOUNT_NAME } from '../accounts/accounts.service.ts';
+import { dummyPasswordCheck, findUserByEmail, isEmail, MIN_PASSWORD_LENGTH, verifyPassword } from '../users/users.service.ts';
+import { html, layout, messagePage, sendPage, type Html } from './html.ts';
+import { csrfInput, formField, input, type FieldErrors, type FormBody } from './forms.ts';
+import { clearSessionCookie, csrfToken, endSession, safeNext, sessionToken, setSessionCookie, startSession } from './session.ts';
+import { recordSignIn, recordSignUp, signInRetryAfter, signUpRetryAfter } from './throttle.ts';
+
+const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
+const MAX_PASSWORD_INPUT = 1024;
+
+interface SignUpValues {
+  email: string;
+  name: string;
+  account_name: string;
+}
+
+function signUpPage(token: string, values: SignUpValues, errors: FieldErrors, alert?: string): Html {
+  return layout({
+    title: 'Create your account',
+    narrow: true,
+    body: html`<div class="card">
+<h1>Create your account</h1>
+${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}
+<form method="post" action="/users/sign_up" novalidate>
+${csrfInput(token)}
+${input('email', 'Email', errors, { type: 'email', value: values.email, required: true, autocomplete: 'email', maxlength: 254, autofocus: true })}
+${input('name', 'Your name', errors, { value: values.name, required: true, autocomplete: 'name', maxlength: MAX_ACCOUNT_NAME })}
+${input('account_name', 'Account name', errors, { value: values.account_name, hint: '(optional, e.g. your team or company)', autocomplete: 'organization', maxlength: MAX_ACCOUNT_NAME })}
+${input('password', 'Password', errors, { type: 'password', hint: `(at least ${MIN_PASSWORD_LENGTH} characters)`, required: true, autocomplete: 'new-password' })}
+<div class="actions"><button type="submit">Create account</button></div>
+</form>
+<p class="hint">Already have an account? <a href="/users/sign_in">Sign in</a>.</p>
+</div>`,
+  });
+}
+
+function signInPage(token: string, email: string, next: string, alert?: string): Html {
+  return layout({
+    title: 'Sign in',
+    narrow: true,
+    body: html`<div class="card">
+<h1>Sign in to Cubby</h1>
+${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}
+<form method="post" action="/users/sign_in" novalidate>
+${csrfInput(token)}
+${next !== '/' ? html`<input type="hidden" name="next" value="${next}">` : ''}
+${input('email', 'Email', {}, { type: 'email', value: email, required: true, autocomplete: 'username', maxlength: 254, autofocus: !email })}
+${input('password', 'Password', {}, { type: 'password', required: true, autocomplete: 'current-password', autofocus: !!email })}
+<div class="actions"><button type="submit">Sign in</button></div>
+</form>
+<p class="hint">New to Cubby? <a href="/users/sign_up">Create an account</a>.</p>
+</div>`,
+  });
+}
+
+export function tooManyAttempts(reply: FastifyReply, seconds: number, what: string): FastifyReply {
+  const minutes = Math.ceil(seconds / 60);
+  reply.header('retry-after', String(seconds));
+  return sendPage(
+    reply,
+    429,
+    messagePage('Too many attempts', `${what} Wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again.`, { href: '/users/sign_in', text: 'Back to sign in' }),
+  );
+}
+
+async function signIn(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, userId: string, next: string): Promise<FastifyReply> {
+  // A fresh token on every sign-in; whatever session the browser had before ends.
+  await endSession(deps.db, sessionToken(req));
+  const { token, expiresAt } = await startSession(deps.db, userId, deps.now());
+  setSessionCookie(reply, deps, token, expiresAt);
+  return reply.redirect(next, 303);
+}
+
+export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
+  web.get('/users/sign_up', ROUTE, async (req, reply) => {
+    if (req.webSession) return reply.redirect('/', 303);
+    return sendPage(reply, 200, signUpPage(csrfToken(req, reply, deps), { email: '', name: '', account_name: '' }, {}));
+  });
+
+  web.post('/users/sign_up', ROUTE, async (req, reply) => {
+    const body = req.body as FormBody;
+    const values: SignUpValues = {
+      email: formField(body, 'email', 320).trim(),
+      name: formField(body, 'name', 300),
+      account_name: formField(body, 'account_name', 300),
+    };
+    const password = formField(body, 'password', MAX_PASSWORD_INPUT);
+    const now = deps.now();
+    const wait = await signUpRetryAfter(deps.db, req.ip, now);
+    if (wait !== null) return tooManyAttempts(reply, wait, 'Too many sign-up attempts from your network.');
+    try {
+      const { user } = await registerUser(deps.db, { email: values.email, password, name: values.name, accountName: values.account_name.trim() || undefined }, now);
+      await recordSignUp(deps.db, req.ip, true, now);
+      return await signIn(req, reply, deps, user.id, '/');
+    } catch (err) {
+      if (!(err instanceof RegistrationError)) throw err;
+      await recordSignUp(deps.db, req.ip, false, now);
+      return sendPage(reply, 422, signUpPage(csrfToken(req, reply, deps), values, { [err.field]: err.message }, 'Please fix the problem below.'));
+    }
+  });
+
+  web.get('/users/sign_in', ROUTE, async (req, reply) => {
+    const next = safeNext((req.query as Record<string, unknown> | undefined)?.next);
+    if (req.webSession) return reply.redirect(next, 303);
+    return sendPage(reply, 200, signInPage(csrfToken(req, reply, deps), '', next));
+  });
+
+  web.post('/users/sign_in', ROUTE, async (req, reply) => {
+    const body = req.body as FormBody;
+    const email = formField(body, 'email', 320).trim();
+    const password = formField(body, 'password', MAX_PASSWORD_INPUT);
+    const next = safeNext(formField(body, 'next', 500) || '/');
+    const again = (status: number, alert: string) => sendPage(reply, status, signInPage(csrfToken(req, reply, deps), email, next, alert));
+    if (!isEmail(email) || !password) return again(422, 'Enter your email address and password.');
+
+    const now = deps.now();
+    const wait = await signInRetryAfter(deps.db, email, req.ip, now);
+    if (wait !== null) return tooManyAttempts(reply, wait, 'Too many failed sign-in attempts.');
+    const user = await findUserByEmail(deps.db, email);
+    // Unknown addresses cost the same time as wrong passwords.
+    const ok = user ? await verifyPassword(user.password_hash, password) : (await dummyPasswordCheck(password), false);
+    await recordSignIn(deps.db, email, req.ip, ok, now);
+    if (!user || !ok) return again(422, 'Incorrect email or password.');
+    return signIn(req, reply, deps, user.id, next);
+  });
+
+  web.post('/users/sign_out', ROUTE, async (req, reply) => {
+    await endSession(deps.db, sessionToken(req));
+    clearSessionCookie(reply, deps);
+    return reply.redirect('/users/sign_in', 303);
+  });
+}
+

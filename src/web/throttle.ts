@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { isIPv6 } from 'node:net';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import { normalizeEmail } from '../users/users.service.ts';
+import { iso } from '../time.ts';
+
+// Sign-in and sign-up throttling, kept in `sign_in_attempts` so that every node counts the
+// same attempts. A refused attempt is not recorded (and checks no password), so a blocked
+// client's window ends on time instead of sliding forward.
+//
+// Sign-up attempts share the table: their `email` is SIGN_UP_MARKER, which no real address
+// can equal (a colon is not allowed in the addresses we accept).
+
+export const THROTTLE_WINDOW_MS = 15 * 60 * 1000;
+export const MAX_FAILURES_PER_EMAIL = 5;
+export const MAX_FAILURES_PER_IP = 20;
+export const MAX_SIGN_UPS_PER_IP = 10;
+const SIGN_UP_MARKER = 'signup:';
+// Rows are kept a day for investigation, then swept.
+const KEEP_MS = 24 * 60 * 60 * 1000;
+
+/** The client key for an address: IPv6 clients are grouped by /64, since one host usually holds a whole /64. */
+export function clientKey(ip: string): string {
+  const mapped = ip.match(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(ip)) return ip;
+  const [head = '', tail = ''] = ip.split('%')[0]!.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+}
+
+/** Seconds until the `limit`-th most recent counted attempt leaves the window; null when under the limit. */
+function retryAfter(newestFirst: string[], limit: number, now: Date): number | null {
+  if (newestFirst.length < limit) return null;
+  const ms = Date.parse(newestFirst[limit - 1]!) + THROTTLE_WINDOW_MS - now.getTime();
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/**
+ * Seconds to wait before another sign-in attempt for this email or from this client, or null.
+ * Per email, failures since the last successful sign-in count; per client, all failures.
+ */
+export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<number | null> {
+  const since = iso(now.getTime() - THROTTLE_WINDOW_MS);
+  const [byEmail, byIp] = await Promise.all([
+    db
+      .selectFrom('sign_in_attempts')
+      .select(['created_at', 'succeeded'])
+      .where('email', '=', normalizeEmail(email))
+      .where('created_at', '>', since)
+      .orderBy('created_at', 'desc')
+      .limit(MAX_FAILURES_PER_EMAIL * 4)
+      .execute(),
+    db
+      .selectFrom('sign_in_attempts')
+      .select('created_at')
+      .where('ip', '=', clientKey(ip))
+      .where('succeeded', '=', 0)
+      .where('email', '<>', SIGN_UP_MARKER)
+      .where('created_at', '>', since)
+      .orderBy('created_at', 'desc')
+      .limit(MAX_FAILURES_PER_IP)
+      .execute(),
+  ]);
+  const lastSuccess = byEmail.findIndex((r) => r.succeeded === 1);
+  const emailFailures = (lastSuccess === -1 ? byEmail : byEmail.slice(0, lastSuccess)).map((r) => r.created_at);
+  const waits = [retryAfter(emailFailures, MAX_FAILURES_PER_EMAIL, now), retryAfter(byIp.map((r) => r.created_at), MAX_FAILURES_PER_IP, now)];
+  const blocked = waits.filter((w): w is number => w !== null);
+  return blocked.length ? Math.max(...blocked) : null;
+}
+
+export async function recordSignIn(db: Kysely<DB>, email: string, ip: string, succeeded: boolean, now: Date): Promise<void> {
+  await db
+    .insertInto('sign_in_attempts')
+    .values({ id: randomUUID(), email: normalizeEmail(email), ip: clientKey(ip), succeeded: succeeded ? 1 : 0, created_at: iso(now) })
+    .execute();
+}
+
+/** Seconds to wait before another sign-up from this client, or null. Every attempt counts. */
+export async function signUpRetryAfter(db: Kysely<DB>, ip: string, now: Date): Promise<number | null> {
+  const rows = await db
+    .selectFrom('sign_in_attempts')
+    .select('created_at')
+    .where('ip', '=', clientKey(ip))
+    .where('email', '=', SIGN_UP_MARKER)
+    .where('created_at', '>', iso(now.getTime() - THROTTLE_WINDOW_MS))
+    .orderBy('created_at', 'desc')
+    .limit(MAX_SIGN_UPS_PER_IP)
+    .execute();
+  return retryAfter(
+    rows.map((r) => r.created_at),
+    MAX_SIGN_UPS_PER_IP,
+    now,
+  );
+}
+
+export async function recordSignUp(db: Kysely<DB>, ip: string, succeeded: boolean, now: Date): Promise<void> {
+  await db
+    .insertInto('sign_in_attempts')
+    .values({ id: randomUUID(), email: SIGN_UP_MARKER, ip: clientKey(ip), succeeded: succeeded ? 1 : 0, created_at: iso(now) })
+    .execute();
+}
+
+/** Deletes attempts older than a day; for the worker's periodic sweep. */
+export async function sweepSignInAttempts(db: Kysely<DB>, now: Date): Promise<number> {
+  const res = await db.deleteFrom('sign_in_attempts').where('created_at', '<', iso(now.getTime() - KEEP_MS)).executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
