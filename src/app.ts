@@ -9,6 +9,8 @@ import { sweepActivity } from './activity/activity.service.ts';
 import { FsBlobStore } from './blobs/fs-store.ts';
 import { expireUploadSessions } from './uploads/upload-sessions.lifecycle.ts';
 import { collectGarbageBlobs, purgeDeletedMailboxes } from './files/purge.service.ts';
+import { sweepSessions } from './web/session.ts';
+import { sweepSignInAttempts } from './web/throttle.ts';
 import path from 'node:path';
 
 export interface StartedApp {
@@ -66,6 +68,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         const sweep = async () => {
           for (const [name, task] of [
             ['activity', () => sweepActivity(deps.db, deps.now())],
+            ['sessions', () => sweepSessions(deps.db, deps.now())],
+            ['sign-in attempts', () => sweepSignInAttempts(deps.db, deps.now())],
             ['deleted mailboxes', () => purgeDeletedMailboxes(deps.db)],
             ['blobs', () => collectGarbageBlobs(deps.db, deps.blobs, deps.now())],
           ] as const) {

@@ -38,6 +38,8 @@ const envSchema = z.object({
     .default('api,smtp,sites,worker')
     .transform((v) => v.split(',').map((r) => r.trim()).filter(Boolean))
     .pipe(z.array(z.enum(ROLES)).min(1)),
+  // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
+  CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -54,6 +56,7 @@ export interface Config {
   readonly secretKey: string | undefined;
   readonly roles: readonly Role[];
   readonly logLevel: string;
+  readonly trustProxyHops: number;
 }
 
 export class ConfigError extends Error {
@@ -84,5 +87,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey: e.CUBBY_SECRET_KEY,
     roles: Object.freeze([...new Set(e.CUBBY_ROLES)]),
     logLevel: e.CUBBY_LOG_LEVEL,
+    trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
   });
 }

@@ -40,6 +40,10 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     bodyLimit: JSON_BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     logController: new LogController({ disableRequestLogging: true }),
+    // Client addresses (sign-in throttling) come from X-Forwarded-For only behind a configured proxy.
+    trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
+    // Idle keep-alive connections (browsers) must not hold up a stop.
+    forceCloseConnections: true,
     // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
     frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl()),
   }).withTypeProvider<ZodTypeProvider>();
