@@ -1,0 +1,95 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+// The blob store's settings, read from CUBBY_* variables as part of the one config schema in
+// src/config.ts (spread `blobEnvShape` into its z.object and pass it through `withBlobEnvChecks`),
+// or on their own with `parseBlobEnv` (tests, tools).
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+export const blobEnvShape = {
+  CUBBY_BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
+  /** fs store directory; default `<CUBBY_DATA_DIR>/blobs`. */
+  CUBBY_BLOB_DIR: z.string().min(1).optional(),
+  CUBBY_S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 of a-z 0-9 . -)')
+    .optional(),
+  CUBBY_S3_REGION: z.string().regex(/^[a-z0-9-]{1,64}$/, 'must be a region name such as us-east-1').default('us-east-1'),
+  CUBBY_S3_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
+  CUBBY_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  CUBBY_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  CUBBY_S3_FORCE_PATH_STYLE: bool.default(false),
+};
+
+export type BlobEnv = z.infer<z.ZodObject<typeof blobEnvShape>>;
+
+export type BlobConfig =
+  | { readonly kind: 'fs'; readonly dir: string }
+  | {
+      readonly kind: 's3';
+      readonly bucket: string;
+      readonly region: string;
+      readonly endpoint: string | undefined;
+      readonly accessKeyId: string | undefined;
+      readonly secretAccessKey: string | undefined;
+      readonly forcePathStyle: boolean;
+      /** Local directory where put() spools bodies before upload: `<CUBBY_DATA_DIR>/tmp/blob-spool`. */
+      readonly spoolDir: string;
+    };
+
+type Raw = Record<string, unknown>;
+
+/**
+ * Adds the checks that span several variables. They run even when another variable is invalid
+ * (zod's `when`), so that start-up lists every problem at once; hence they read raw values.
+ */
+export function withBlobEnvChecks<T extends z.ZodType<Raw>>(schema: T) {
+  const always = { when: () => true };
+  return schema
+    .refine((e: Raw) => e.CUBBY_BLOB_STORE !== 's3' || typeof e.CUBBY_S3_BUCKET === 'string', {
+      ...always,
+      path: ['CUBBY_S3_BUCKET'],
+      message: 'is required when CUBBY_BLOB_STORE=s3',
+    })
+    .refine((e: Raw) => (e.CUBBY_S3_ACCESS_KEY_ID === undefined) === (e.CUBBY_S3_SECRET_ACCESS_KEY === undefined), {
+      ...always,
+      path: ['CUBBY_S3_SECRET_ACCESS_KEY'],
+      message: 'set CUBBY_S3_ACCESS_KEY_ID and CUBBY_S3_SECRET_ACCESS_KEY together, or neither (then the AWS default credential chain applies)',
+    });
+}
+
+/** Builds the frozen blob config from parsed variables; `dataDir` is already absolute. */
+export function blobConfigFromEnv(e: BlobEnv, dataDir: string): BlobConfig {
+  if (e.CUBBY_BLOB_STORE === 'fs') {
+    return Object.freeze({ kind: 'fs', dir: path.resolve(e.CUBBY_BLOB_DIR ?? path.join(dataDir, 'blobs')) });
+  }
+  if (!e.CUBBY_S3_BUCKET) throw new Error('CUBBY_S3_BUCKET: is required when CUBBY_BLOB_STORE=s3');
+  return Object.freeze({
+    kind: 's3',
+    bucket: e.CUBBY_S3_BUCKET,
+    region: e.CUBBY_S3_REGION,
+    endpoint: e.CUBBY_S3_ENDPOINT?.replace(/\/+$/, ''),
+    accessKeyId: e.CUBBY_S3_ACCESS_KEY_ID,
+    secretAccessKey: e.CUBBY_S3_SECRET_ACCESS_KEY,
+    forcePathStyle: e.CUBBY_S3_FORCE_PATH_STYLE,
+    spoolDir: path.join(dataDir, 'tmp', 'blob-spool'),
+  });
+}
+
+const blobEnvSchema = withBlobEnvChecks(z.object(blobEnvShape));
+
+/**
+ * Parses only the blob variables (empty values count as unset, as in loadConfig). Throws an Error
+ * listing every problem.
+ */
+export function parseBlobEnv(env: Record<string, string | undefined>, dataDir: string): BlobConfig {
+  const picked = Object.fromEntries(Object.entries(env).filter(([k, v]) => k in blobEnvShape && v !== ''));
+  const parsed = blobEnvSchema.safeParse(picked);
+  if (!parsed.success) {
+    throw new Error(`Invalid blob store configuration:\n${parsed.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  }
+  return blobConfigFromEnv(parsed.data as BlobEnv, path.resolve(dataDir));
+}

@@ -1,0 +1,25 @@
+import type { BlobConfig } from './blob-config.ts';
+import type { BlobStore } from './blob-store.ts';
+import { FsBlobStore } from './fs-store.ts';
+import { S3BlobStore } from './s3-store.ts';
+
+export * from './blob-store.ts';
+export { FsBlobStore } from './fs-store.ts';
+export { S3BlobStore } from './s3-store.ts';
+export type { BlobConfig } from './blob-config.ts';
+export { attachmentDisposition } from './content-disposition.ts';
+
+/** The store the configuration asks for: a local directory (default) or an S3 bucket. */
+export function createBlobStore(config: { readonly blobs: BlobConfig }): BlobStore {
+  const c = config.blobs;
+  if (c.kind === 'fs') return new FsBlobStore(c.dir);
+  return new S3BlobStore({
+    bucket: c.bucket,
+    region: c.region,
+    endpoint: c.endpoint,
+    accessKeyId: c.accessKeyId,
+    secretAccessKey: c.secretAccessKey,
+    forcePathStyle: c.forcePathStyle,
+    spoolDir: c.spoolDir,
+  });
+}
