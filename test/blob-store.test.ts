@@ -272,7 +272,9 @@ for (const backend of [fsBackend, s3Backend]) {
         const expectation = { byteSize: bytes.length, md5Base64: md5(bytes), sha256Hex: sha256(bytes) };
         const target = (await store.directUploadTarget('up_1', { ...expectation, contentType: 'image/png' }, 600))!;
         expect(Object.keys(target.headers).sort()).toEqual(['Content-MD5', 'Content-Type', 'x-amz-checksum-sha256']);
-        expect(new URL(target.url).searchParams.get('X-Amz-SignedHeaders')).toBe('content-md5;content-type;host;x-amz-checksum-sha256');
+        const query = new URL(target.url).searchParams;
+        expect(query.get('X-Amz-SignedHeaders')).toBe('content-md5;content-type;host;x-amz-checksum-sha256');
+        expect(query.get('X-Amz-Expires')).toBe('600');
         expect(await store.adoptDirectUpload('up_1', expectation)).toBeNull();
         const res = await upload(target, bytes);
         expect(res.status).toBe(200);
