@@ -6,12 +6,11 @@ import { resolveSecretKey } from './secret.ts';
 import { createLogger } from './logger.ts';
 import { buildHttpServer } from './http/server.ts';
 import { sweepActivity } from './activity/activity.service.ts';
-import { FsBlobStore } from './blobs/fs-store.ts';
+import { createBlobStore } from './blobs/index.ts';
 import { expireUploadSessions } from './uploads/upload-sessions.lifecycle.ts';
 import { collectGarbageBlobs, purgeDeletedMailboxes } from './files/purge.service.ts';
 import { sweepSessions } from './web/session.ts';
 import { sweepSignInAttempts } from './web/throttle.ts';
-import path from 'node:path';
 
 export interface StartedApp {
   urls: { http: string | null };
@@ -52,7 +51,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         config,
         secret,
         now: options.now ?? (() => new Date()),
-        blobs: new FsBlobStore(path.join(config.dataDir, 'blobs')),
+        blobs: createBlobStore(config),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
       };
       let httpPort: number | null = null;

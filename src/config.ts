@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import path from 'node:path';
+import { blobConfigFromEnv, blobEnvShape, withBlobEnvChecks, type BlobConfig } from './blobs/blob-config.ts';
 
 // Every setting the service reads. Nothing else in the code reads process.env:
 // the config is built once at start, frozen, and passed down.
@@ -14,7 +15,7 @@ const port = z
   .transform(Number)
   .pipe(z.number().int().min(0, 'must be a port number from 0 to 65535').max(65535, 'must be a port number from 0 to 65535'));
 
-const envSchema = z.object({
+const envSchema = withBlobEnvChecks(z.object({
   CUBBY_DATA_DIR: z.string().min(1).default('./data'),
   CUBBY_DATABASE_URL: z
     .string()
@@ -41,7 +42,8 @@ const envSchema = z.object({
   // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-});
+  ...blobEnvShape,
+}));
 
 export interface Config {
   readonly dataDir: string;
@@ -57,6 +59,7 @@ export interface Config {
   readonly roles: readonly Role[];
   readonly logLevel: string;
   readonly trustProxyHops: number;
+  readonly blobs: BlobConfig;
 }
 
 export class ConfigError extends Error {
@@ -88,5 +91,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     roles: Object.freeze([...new Set(e.CUBBY_ROLES)]),
     logLevel: e.CUBBY_LOG_LEVEL,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
+    blobs: blobConfigFromEnv(e, dataDir),
   });
 }
