@@ -4,6 +4,7 @@ import { AppError } from '../errors.ts';
 import { signToken, verifyToken } from '../http/signed.ts';
 import { recordUploaded, UPLOAD_URL } from './direct-uploads.service.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
+import { attachmentDisposition } from '../blobs/content-disposition.ts';
 
 // Byte transfer for the local blob store: the upload URL clients PUT to and the download
 // links they GET. Neither takes an API key; each is a signed, expiring, single-purpose URL.
@@ -28,12 +29,6 @@ export async function downloadLink(deps: AppDeps, blob: { sha256: string; filena
     presigned ??
     `${deps.publicUrl()}/blobs/downloads/${signToken(deps.secret, DOWNLOAD, { s: blob.sha256, n: blob.filename, t: blob.contentType, exp: deps.now().getTime() + expiresIn * 1000 })}`;
   return { url, filename: blob.filename, content_type: blob.contentType, size_bytes: blob.byteSize, authentication: 'none', expires_in: expiresIn };
-}
-
-/** RFC 6266 Content-Disposition with an ASCII fallback and the UTF-8 name. */
-export function contentDisposition(kind: 'attachment' | 'inline', filename: string): string {
-  const ascii = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }
 
 function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | null {
@@ -101,7 +96,7 @@ export async function registerBlobRoutes(app: FastifyInstance, deps: AppDeps) {
       .header('x-content-type-options', 'nosniff')
       // Never render user content as a page on the API origin.
       .header('content-security-policy', "sandbox; default-src 'none'")
-      .header('content-disposition', contentDisposition('attachment', p.n))
+      .header('content-disposition', attachmentDisposition(p.n))
       .type(p.t);
     if (req.headers['if-none-match'] === etag) return reply.code(304).send();
     const range = parseRange(req.headers.range, size);

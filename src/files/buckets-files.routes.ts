@@ -11,7 +11,7 @@ import { listFiles } from './files.list.ts';
 import { presentFiles } from './files.present.ts';
 import { findFileByPath } from './files.repo.ts';
 import { cleanPath } from './paths.ts';
-import { contentDisposition } from './blob.routes.ts';
+import { attachmentDisposition } from '../blobs/content-disposition.ts';
 import { blobDeclaration, directUploadResponse, presentWrite } from './files.routes.ts';
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
@@ -69,7 +69,7 @@ export function registerBucketFileRoutesA(app: App) {
         .header('etag', `"${v.sha256}"`)
         .header('x-content-type-options', 'nosniff')
         .header('content-security-policy', "sandbox; default-src 'none'")
-        .header('content-disposition', contentDisposition('attachment', v.name));
+        .header('content-disposition', attachmentDisposition(v.name));
       return reply.send(Number(v.byte_size) === 0 ? '' : await req.ctx.blobs.read(v.sha256));
     },
   );

@@ -52,6 +52,26 @@ export function actorColumns(change: MailboxChange) {
   };
 }
 
+/** A file version row with the acting person, key and agent filled in. */
+function versionRow(change: MailboxChange, file: FilesTable, fields: Pick<FileVersionsTable, 'name' | 'path' | 'mime_type' | 'sha256' | 'byte_size' | 'reason' | 'created_by_system' | 'deleted'>): FileVersionsTable {
+  const who = actorColumns(change);
+  return {
+    id: newId('dfv'),
+    file_id: file.id,
+    mailbox_id: change.mailboxId,
+    version_number: file.version_count + 1,
+    ...fields,
+    mailbox_version_id: change.version(),
+    read_at: null,
+    read_by_user_id: null,
+    read_by_api_key_id: null,
+    created_by_user_id: who.user,
+    created_by_api_key_id: who.key,
+    created_by_agent: who.agent,
+    created_at: iso(change.now),
+  };
+}
+
 /**
  * Writes one file version at a path inside a mailbox change: a new file, a new version of
  * the live file at that path, or a skip (identical content, or policy `skip`).
@@ -85,7 +105,6 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
   }
 
   const who = actorColumns(change);
-  const mailboxVersionId = change.version();
   let file: FilesTable;
   if (existing) {
     file = existing;
@@ -118,11 +137,7 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     await trx.insertInto('files').values(file).execute();
     change.filesDelta += 1;
   }
-  const version: FileVersionsTable = {
-    id: newId('dfv'),
-    file_id: file.id,
-    mailbox_id: change.mailboxId,
-    version_number: file.version_count + 1,
+  const version = versionRow(change, file, {
     name: input.name?.trim() || input.basename,
     path: input.path,
     mime_type: input.mimeType,
@@ -131,15 +146,7 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     reason: input.reason ?? null,
     created_by_system: input.createdBySystem,
     deleted: 0,
-    mailbox_version_id: mailboxVersionId,
-    read_at: null,
-    read_by_user_id: null,
-    read_by_api_key_id: null,
-    created_by_user_id: who.user,
-    created_by_api_key_id: who.key,
-    created_by_agent: who.agent,
-    created_at: now,
-  };
+  });
   await trx.insertInto('file_versions').values(version).execute();
   const patch = {
     current_version_id: version.id,
@@ -162,11 +169,7 @@ export async function deleteFileVersion(change: MailboxChange, file: FilesTable,
   const current = file.current_version_id
     ? await change.trx.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id).executeTakeFirst()
     : undefined;
-  const version: FileVersionsTable = {
-    id: newId('dfv'),
-    file_id: file.id,
-    mailbox_id: change.mailboxId,
-    version_number: file.version_count + 1,
+  const version = versionRow(change, file, {
     name: current?.name ?? file.basename,
     path: file.path,
     mime_type: current?.mime_type ?? 'application/octet-stream',
@@ -175,15 +178,7 @@ export async function deleteFileVersion(change: MailboxChange, file: FilesTable,
     reason,
     created_by_system: 'api',
     deleted: 1,
-    mailbox_version_id: change.version(),
-    read_at: null,
-    read_by_user_id: null,
-    read_by_api_key_id: null,
-    created_by_user_id: who.user,
-    created_by_api_key_id: who.key,
-    created_by_agent: who.agent,
-    created_at: now,
-  };
+  });
   await change.trx.insertInto('file_versions').values(version).execute();
   await change.trx
     .updateTable('files')
