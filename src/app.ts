@@ -5,12 +5,10 @@ import { migrate, openDatabase, type Database } from './db/database.ts';
 import { resolveSecretKey } from './secret.ts';
 import { createLogger } from './logger.ts';
 import { buildHttpServer } from './http/server.ts';
-import { sweepActivity } from './activity/activity.service.ts';
 import { createBlobStore } from './blobs/index.ts';
-import { expireUploadSessions } from './uploads/upload-sessions.lifecycle.ts';
-import { collectGarbageBlobs, purgeDeletedMailboxes } from './files/purge.service.ts';
-import { sweepSessions } from './web/session.ts';
-import { sweepSignInAttempts } from './web/throttle.ts';
+import { Worker } from './jobs/worker.ts';
+import { createJobs } from './jobs/jobs.ts';
+import { registerMaintenance } from './jobs/maintenance.ts';
 
 export interface StartedApp {
   urls: { http: string | null };
@@ -23,9 +21,6 @@ export interface App {
   stop(): Promise<void>;
 }
 
-const SWEEP_INTERVAL_MS = 10 * 60 * 1000;
-const UPLOAD_SWEEP_INTERVAL_MS = 60 * 1000;
-
 export interface AppOptions {
   /** Clock override for tests of time-based rules. */
   now?: () => Date;
@@ -35,8 +30,7 @@ export interface AppOptions {
 export function createApp(config: Config, options: AppOptions = {}): App {
   let database: Database | undefined;
   let http: FastifyInstance | undefined;
-  let sweeper: NodeJS.Timeout | undefined;
-  let uploadSweeper: NodeJS.Timeout | undefined;
+  let worker: Worker | null = null;
   let boundHttp: string | null = null;
 
   return {
@@ -45,13 +39,24 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       const secret = resolveSecretKey(config);
       database = await openDatabase(config.databaseUrl, config.databaseSchema);
       await migrate(database);
+      const now = options.now ?? (() => new Date());
+      if (config.roles.includes('worker')) {
+        worker = new Worker({
+          db: database.db,
+          dialect: database.dialect,
+          now,
+          log: logger,
+          listen: database.dialect === 'postgres' ? { url: config.databaseUrl, schema: config.databaseSchema } : undefined,
+        });
+      }
       const deps: AppDeps = {
         db: database.db,
         dialect: database.dialect,
         config,
         secret,
-        now: options.now ?? (() => new Date()),
+        now,
         blobs: createBlobStore(config),
+        jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
       };
       let httpPort: number | null = null;
@@ -63,31 +68,15 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         const host = config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost;
         boundHttp = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${httpPort}`;
       }
-      if (config.roles.includes('worker')) {
-        const sweep = async () => {
-          for (const [name, task] of [
-            ['activity', () => sweepActivity(deps.db, deps.now())],
-            ['sessions', () => sweepSessions(deps.db, deps.now())],
-            ['sign-in attempts', () => sweepSignInAttempts(deps.db, deps.now())],
-            ['deleted mailboxes', () => purgeDeletedMailboxes(deps.db)],
-            ['blobs', () => collectGarbageBlobs(deps.db, deps.blobs, deps.now())],
-          ] as const) {
-            await task().catch((err) => logger.error({ err }, `${name} sweep failed`));
-          }
-        };
-        sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
-        sweeper.unref();
-        // Upload sessions past uploads_expire_at: expired, unsaved uploads discarded, lock released.
-        const expireUploads = () => expireUploadSessions(deps.db, deps.now()).catch((err) => logger.error({ err }, 'upload session sweep failed'));
-        uploadSweeper = setInterval(expireUploads, UPLOAD_SWEEP_INTERVAL_MS);
-        uploadSweeper.unref();
+      if (worker) {
+        registerMaintenance(worker, deps);
+        await worker.start();
       }
       return { urls: { http: boundHttp }, ports: { http: httpPort }, deps };
     },
     async stop() {
-      if (sweeper) clearInterval(sweeper);
-      if (uploadSweeper) clearInterval(uploadSweeper);
       await http?.close();
+      await worker?.stop();
       await database?.close();
     },
   };

@@ -4,6 +4,7 @@ import type { DB } from './db/schema.ts';
 import type { Dialect } from './db/database.ts';
 import type { AgentInfo, Credential } from './auth/credential.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
+import type { Jobs } from './jobs/jobs.ts';
 
 /** Long-lived things every service function may use. */
 export interface AppDeps {
@@ -15,6 +16,8 @@ export interface AppDeps {
   now: () => Date;
   /** File bytes, content-addressed by SHA-256. */
   blobs: BlobStore;
+  /** Durable background work (src/jobs). */
+  jobs: Jobs;
   /** Base URL for links shown to people and clients (CUBBY_PUBLIC_URL or the bound address). */
   publicUrl: () => string;
 }

@@ -299,7 +299,26 @@ export interface UploadSessionFilesTable {
   saved_at: string | null;
 }
 
+export type JobStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
+export interface JobsTable {
+  id: string;
+  task: string;
+  payload: string;
+  status: JobStatus;
+  run_at: string;
+  attempts: number;
+  max_attempts: number;
+  locked_until: string | null;
+  locked_by: string | null;
+  last_error: string | null;
+  unique_key: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
 export interface DB {
+  jobs: JobsTable;
   blobs: BlobsTable;
   mailbox_versions: MailboxVersionsTable;
   files: FilesTable;

@@ -1,0 +1,28 @@
+import type { AppDeps } from '../context.ts';
+import type { Worker } from './worker.ts';
+import { sweepFinishedJobs } from './queue.ts';
+import { sweepActivity } from '../activity/activity.service.ts';
+import { expireUploadSessions } from '../uploads/upload-sessions.lifecycle.ts';
+import { collectGarbageBlobs, purgeDeletedMailboxes } from '../files/purge.service.ts';
+import { sweepSessions } from '../web/session.ts';
+import { sweepSignInAttempts } from '../web/throttle.ts';
+
+const MINUTE = 60_000;
+
+/** Housekeeping as recurring jobs: each runs once per period across all nodes. */
+export function registerMaintenance(worker: Worker, deps: AppDeps): void {
+  const tasks: [string, number, () => Promise<unknown>][] = [
+    // Upload sessions past uploads_expire_at: expired, unsaved uploads discarded, lock released.
+    ['maintenance.expire_upload_sessions', MINUTE, () => expireUploadSessions(deps.db, deps.now())],
+    ['maintenance.purge_deleted_mailboxes', 5 * MINUTE, () => purgeDeletedMailboxes(deps.db)],
+    ['maintenance.activity', 60 * MINUTE, () => sweepActivity(deps.db, deps.now())],
+    ['maintenance.sessions', 60 * MINUTE, () => sweepSessions(deps.db, deps.now())],
+    ['maintenance.sign_in_attempts', 60 * MINUTE, () => sweepSignInAttempts(deps.db, deps.now())],
+    ['maintenance.blobs', 60 * MINUTE, () => collectGarbageBlobs(deps.db, deps.blobs, deps.now())],
+    ['maintenance.jobs', 60 * MINUTE, () => sweepFinishedJobs(deps.db, deps.now())],
+  ];
+  for (const [name, every, run] of tasks) {
+    worker.register(name, { handler: async () => void (await run()), leaseMs: 10 * MINUTE });
+    worker.every(name, every);
+  }
+}

@@ -1,0 +1,131 @@
+import { sql, type Kysely } from 'kysely';
+import type { DB, JobsTable } from '../db/schema.ts';
+import type { Dialect } from '../db/database.ts';
+import { newId } from '../ids.ts';
+import { iso } from '../time.ts';
+
+export const JOBS_CHANNEL = 'cubby_jobs';
+
+export interface EnqueueOptions {
+  /** Earliest start (default now). */
+  runAt?: Date;
+  maxAttempts?: number;
+  /** While a job with this key is queued or running, enqueueing another is a no-op. */
+  uniqueKey?: string;
+}
+
+/**
+ * Adds a job. Call it inside the transaction of the change it follows (the outbox): the job
+ * exists exactly when the change does. On Postgres the wake-up NOTIFY is delivered at commit.
+ * Returns the job id, or null when a job with the same unique key is pending.
+ */
+export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, payload: unknown, now: Date, opts: EnqueueOptions = {}): Promise<string | null> {
+  const id = newId('job');
+  const res = await db
+    .insertInto('jobs')
+    .values({
+      id,
+      task,
+      payload: JSON.stringify(payload ?? null),
+      status: 'queued',
+      run_at: iso(opts.runAt ?? now),
+      attempts: 0,
+      max_attempts: opts.maxAttempts ?? 10,
+      locked_until: null,
+      locked_by: null,
+      last_error: null,
+      unique_key: opts.uniqueKey ?? null,
+      created_at: iso(now),
+      updated_at: iso(now),
+      finished_at: null,
+    })
+    .onConflict((oc) => oc.column('unique_key').doNothing())
+    .executeTakeFirst();
+  if (Number(res.numInsertedOrUpdatedRows ?? 1) === 0) return null;
+  if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
+  return id;
+}
+
+/**
+ * Claims up to `limit` due jobs for `workerId` with a lease. Jobs whose lease ran out (a
+ * worker died) are due again. Postgres skips rows other workers hold (SKIP LOCKED).
+ */
+export async function claimJobs(db: Kysely<DB>, dialect: Dialect, workerId: string, tasks: string[], now: Date, leaseMs: number, limit: number): Promise<JobsTable[]> {
+  if (tasks.length === 0) return [];
+  const nowIso = iso(now);
+  let pick = db
+    .selectFrom('jobs')
+    .select('id')
+    .where('task', 'in', tasks)
+    .where('run_at', '<=', nowIso)
+    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('locked_until', '<', nowIso)])]))
+    .orderBy('run_at')
+    .orderBy('id')
+    .limit(limit);
+  if (dialect === 'postgres') pick = pick.forUpdate().skipLocked();
+  return db
+    .updateTable('jobs')
+    .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), locked_until: iso(now.getTime() + leaseMs), locked_by: workerId, updated_at: nowIso }))
+    .where('id', 'in', pick)
+    .returningAll()
+    .execute();
+}
+
+/**
+ * A finished job gives its unique key back so that the same work can be queued again, except
+ * recurring ticks, whose key names their period: that period must not run twice.
+ */
+function keyAfterFinish(job: JobsTable): string | null {
+  return job.unique_key?.startsWith('recurring:') ? job.unique_key : null;
+}
+
+export async function completeJob(db: Kysely<DB>, job: JobsTable, workerId: string, now: Date): Promise<void> {
+  // The unique key is released so that a later job with the same key can be queued.
+  await db
+    .updateTable('jobs')
+    .set({ status: 'done', locked_until: null, unique_key: keyAfterFinish(job), finished_at: iso(now), updated_at: iso(now) })
+    .where('id', '=', job.id)
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
+export async function failJob(db: Kysely<DB>, job: JobsTable, workerId: string, now: Date, error: string, retryAt: Date | null): Promise<void> {
+  const final = retryAt === null;
+  await db
+    .updateTable('jobs')
+    .set({
+      status: final ? 'failed' : 'queued',
+      run_at: final ? job.run_at : iso(retryAt),
+      locked_until: null,
+      last_error: error.slice(0, 2000),
+      unique_key: final ? keyAfterFinish(job) : job.unique_key,
+      finished_at: final ? iso(now) : null,
+      updated_at: iso(now),
+    })
+    .where('id', '=', job.id)
+    .where('locked_by', '=', workerId)
+    .execute();
+}
+
+/** Removes finished jobs older than `keepMs`. */
+export async function sweepFinishedJobs(db: Kysely<DB>, now: Date, keepMs = 7 * 86_400_000): Promise<number> {
+  const res = await db
+    .deleteFrom('jobs')
+    .where('status', 'in', ['done', 'cancelled', 'failed'])
+    .where('finished_at', '<', iso(now.getTime() - keepMs))
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+/** Cancels queued jobs of a task matching a payload field (e.g. deliveries of a webhook). */
+export async function cancelQueuedJobs(db: Kysely<DB>, task: string, ids: string[], now: Date): Promise<number> {
+  if (!ids.length) return 0;
+  const res = await db
+    .updateTable('jobs')
+    .set({ status: 'cancelled', unique_key: null, finished_at: iso(now), updated_at: iso(now) })
+    .where('task', '=', task)
+    .where('status', '=', 'queued')
+    .where('id', 'in', ids)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}

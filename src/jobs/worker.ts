@@ -1,0 +1,198 @@
+import pg from 'pg';
+import type { Kysely } from 'kysely';
+import type { DB, JobsTable } from '../db/schema.ts';
+import type { Dialect } from '../db/database.ts';
+import { randomToken } from '../ids.ts';
+import { claimJobs, completeJob, enqueue, failJob, JOBS_CHANNEL } from './queue.ts';
+
+/** Thrown by a handler when retrying cannot help: the job fails at once. */
+export class PermanentJobError extends Error {
+  override readonly name = 'PermanentJobError';
+}
+
+/** Thrown by a handler to retry at a time it knows (e.g. a Retry-After). */
+export class RetryJobAt extends Error {
+  override readonly name = 'RetryJobAt';
+  constructor(
+    readonly at: Date,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface TaskDefinition {
+  handler: (payload: any, job: JobsTable) => Promise<void>;
+  /** Delay before retry number `attempt` (1-based), in ms. Default: exponential with jitter, capped at an hour. */
+  backoffMs?: (attempt: number) => number;
+  /** How long a claimed job may run before another worker may take it over. */
+  leaseMs?: number;
+}
+
+export interface RecurringTask {
+  task: string;
+  everyMs: number;
+}
+
+export function defaultBackoff(attempt: number): number {
+  const base = Math.min(3_600_000, 1000 * 2 ** Math.min(attempt, 20));
+  return Math.round(base / 2 + (Math.random() * base) / 2);
+}
+
+export interface WorkerOptions {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  now: () => Date;
+  log: { error: (obj: unknown, msg: string) => void };
+  /** Postgres connection for LISTEN (cross-node wake-ups); absent on SQLite. */
+  listen?: { url: string; schema?: string };
+  concurrency?: number;
+  /** Idle poll interval: wake-ups make most work start sooner. */
+  pollMs?: number;
+}
+
+/**
+ * Runs registered tasks from the job table: claims due jobs with a lease, runs them with
+ * bounded concurrency, completes or retries them with backoff, and enqueues recurring ticks.
+ * Several workers (processes or nodes) may run against one database.
+ */
+export class Worker {
+  readonly id = `wrk_${randomToken(10)}`;
+  private tasks = new Map<string, TaskDefinition>();
+  private recurring: RecurringTask[] = [];
+  private lastPeriod = new Map<string, number>();
+  private running = 0;
+  private stopped = true;
+  private timer: NodeJS.Timeout | undefined;
+  private recurringTimer: NodeJS.Timeout | undefined;
+  private listener: pg.Client | undefined;
+  private pumping = false;
+  private pumpAgain = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly opts: WorkerOptions) {}
+
+  register(task: string, def: TaskDefinition): void {
+    this.tasks.set(task, def);
+  }
+
+  every(task: string, everyMs: number): void {
+    this.recurring.push({ task, everyMs });
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    if (this.opts.listen) {
+      this.listener = new pg.Client({ connectionString: this.opts.listen.url });
+      this.listener.on('notification', () => this.wake());
+      this.listener.on('error', (err) => this.opts.log.error({ err }, 'job listener failed'));
+      await this.listener.connect();
+      await this.listener.query(`LISTEN ${JOBS_CHANNEL}`);
+    }
+    await this.tickRecurring();
+    this.recurringTimer = setInterval(() => void this.tickRecurring(), 1000);
+    this.recurringTimer.unref();
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearInterval(this.recurringTimer);
+    await this.listener?.end().catch(() => undefined);
+    while (this.running > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+  }
+
+  /** Look for work now (after a commit that enqueued some, or a NOTIFY). */
+  wake(): void {
+    if (!this.stopped) this.schedule(0);
+  }
+
+  /** Resolves when no job is running and none is due: for tests and orderly shutdown. */
+  async drain(): Promise<void> {
+    for (;;) {
+      await this.pump();
+      if (this.running === 0) {
+        const due = await this.opts.db
+          .selectFrom('jobs')
+          .select('id')
+          .where('status', 'in', ['queued', 'running'])
+          .where('run_at', '<=', this.opts.now().toISOString())
+          .where('task', 'in', [...this.tasks.keys()])
+          .limit(1)
+          .execute();
+        if (due.length === 0) return;
+      }
+      await new Promise<void>((r) => (this.running > 0 ? this.idleWaiters.push(r) : setTimeout(r, 10)));
+    }
+  }
+
+  private schedule(ms: number) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.pump(), ms);
+    this.timer.unref();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        const free = (this.opts.concurrency ?? 4) - this.running;
+        if (free <= 0 || this.stopped) break;
+        const leaseMs = Math.max(...[...this.tasks.values()].map((t) => t.leaseMs ?? 60_000));
+        const jobs = await claimJobs(this.opts.db, this.opts.dialect, this.id, [...this.tasks.keys()], this.opts.now(), leaseMs, free);
+        for (const job of jobs) void this.run(job);
+        if (jobs.length === free) this.pumpAgain = true;
+      } while (this.pumpAgain && !this.stopped);
+    } catch (err) {
+      this.opts.log.error({ err }, 'claiming jobs failed');
+    } finally {
+      this.pumping = false;
+      if (!this.stopped) this.schedule(this.opts.pollMs ?? (this.opts.dialect === 'sqlite' ? 250 : 2000));
+    }
+  }
+
+  private async run(job: JobsTable): Promise<void> {
+    this.running++;
+    const def = this.tasks.get(job.task)!;
+    try {
+      await def.handler(JSON.parse(job.payload), job);
+      await completeJob(this.opts.db, job, this.id, this.opts.now());
+    } catch (err) {
+      const e = err as Error;
+      const now = this.opts.now();
+      let retryAt: Date | null = null;
+      if (err instanceof RetryJobAt) retryAt = err.at;
+      else if (!(err instanceof PermanentJobError) && job.attempts < job.max_attempts) retryAt = new Date(now.getTime() + (def.backoffMs ?? defaultBackoff)(job.attempts));
+      if (err instanceof RetryJobAt && job.attempts >= job.max_attempts) retryAt = null;
+      await failJob(this.opts.db, job, this.id, now, `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, retryAt).catch((failErr) =>
+        this.opts.log.error({ err: failErr }, 'recording a job failure failed'),
+      );
+      if (retryAt === null) this.opts.log.error({ err, task: job.task, job: job.id }, 'job failed permanently');
+    } finally {
+      this.running--;
+      if (this.running === 0) for (const w of this.idleWaiters.splice(0)) w();
+      this.wake();
+    }
+  }
+
+  /** Enqueues one job per recurring task per period; the unique key makes it once across nodes. */
+  private async tickRecurring(): Promise<void> {
+    const now = this.opts.now();
+    for (const r of this.recurring) {
+      const period = Math.floor(now.getTime() / r.everyMs);
+      if (this.lastPeriod.get(r.task) === period) continue;
+      try {
+        await enqueue(this.opts.db, this.opts.dialect, r.task, { period }, now, { uniqueKey: `recurring:${r.task}:${period}`, maxAttempts: 1 });
+        this.lastPeriod.set(r.task, period);
+      } catch (err) {
+        this.opts.log.error({ err, task: r.task }, 'enqueueing a recurring task failed');
+      }
+    }
+  }
+}

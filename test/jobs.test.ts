@@ -1,0 +1,151 @@
+import { afterEach, expect, it } from 'vitest';
+import { describeEachDatabase, type TestApp } from './harness.ts';
+import { PermanentJobError, RetryJobAt, Worker } from '../src/jobs/worker.ts';
+import { enqueue } from '../src/jobs/queue.ts';
+
+// The queue against the app's real database; the workers here are extra ones with their own tasks.
+describeEachDatabase('durable jobs', (app) => {
+  const workers: Worker[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+  });
+
+  function worker(a: TestApp, opts: { now?: () => Date } = {}) {
+    const d = a.started.deps;
+    const w = new Worker({ db: d.db, dialect: d.dialect, now: opts.now ?? (() => new Date()), log: { error: () => undefined }, pollMs: 20 });
+    workers.push(w);
+    return w;
+  }
+
+  async function jobRow(a: TestApp, id: string) {
+    return a.started.deps.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  }
+
+  it('runs a job enqueued inside a committed transaction, never one from a rolled-back transaction', async () => {
+    const a = app();
+    const task = `t.commit.${Math.random()}`;
+    const seen: unknown[] = [];
+    const w = worker(a);
+    w.register(task, { handler: async (p) => void seen.push(p) });
+    const db = a.started.deps.db;
+    const id = await db.transaction().execute((trx) => enqueue(trx, a.started.deps.dialect, task, { n: 1 }, new Date()));
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await enqueue(trx, a.started.deps.dialect, task, { n: 2 }, new Date());
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    await w.start();
+    await w.drain();
+    expect(seen).toEqual([{ n: 1 }]);
+    expect((await jobRow(a, id!)).status).toBe('done');
+  });
+
+  it('retries temporary failures with backoff, fails permanent ones at once, and gives up after max attempts', async () => {
+    const a = app();
+    let t = Date.now();
+    const w = worker(a, { now: () => new Date(t) });
+    const flaky = `t.flaky.${Math.random()}`;
+    const broken = `t.broken.${Math.random()}`;
+    const hopeless = `t.hopeless.${Math.random()}`;
+    let calls = 0;
+    w.register(flaky, { handler: async () => void (++calls < 3 && (() => { throw new Error('try again'); })()), backoffMs: () => 1000 });
+    w.register(broken, { handler: async () => { throw new PermanentJobError('bad payload'); } });
+    w.register(hopeless, { handler: async () => { throw new Error('down'); }, backoffMs: () => 1000 });
+    const d = a.started.deps;
+    const ids = await Promise.all([
+      enqueue(d.db, d.dialect, flaky, {}, new Date(t)),
+      enqueue(d.db, d.dialect, broken, {}, new Date(t)),
+      enqueue(d.db, d.dialect, hopeless, {}, new Date(t), { maxAttempts: 2 }),
+    ]);
+    await w.start();
+    for (let i = 0; i < 4; i++) {
+      await w.drain();
+      t += 1500; // move the clock past each backoff
+      w.wake();
+    }
+    await w.drain();
+    const [f, b, h] = await Promise.all(ids.map((id) => jobRow(a, id!)));
+    expect(f).toMatchObject({ status: 'done', attempts: 3 });
+    expect(b).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(b.last_error).toContain('bad payload');
+    expect(h).toMatchObject({ status: 'failed', attempts: 2 });
+  });
+
+  it('honours a retry time the handler names', async () => {
+    const a = app();
+    let t = Date.now();
+    const w = worker(a, { now: () => new Date(t) });
+    const task = `t.retry-at.${Math.random()}`;
+    let calls = 0;
+    w.register(task, { handler: async () => { if (++calls === 1) throw new RetryJobAt(new Date(t + 60_000), 'busy'); } });
+    const d = a.started.deps;
+    const id = await enqueue(d.db, d.dialect, task, {}, new Date(t));
+    await w.start();
+    await w.drain();
+    expect((await jobRow(a, id!)).run_at).toBe(new Date(t + 60_000).toISOString());
+    t += 61_000;
+    w.wake();
+    await w.drain();
+    expect((await jobRow(a, id!)).status).toBe('done');
+  });
+
+  it('two workers never run one job twice; a job whose worker died is taken over after its lease', async () => {
+    const a = app();
+    const task = `t.once.${Math.random()}`;
+    const runs = new Map<number, number>();
+    const [w1, w2] = [worker(a), worker(a)];
+    for (const w of [w1, w2]) w.register(task, { handler: async (p: { n: number }) => void runs.set(p.n, (runs.get(p.n) ?? 0) + 1) });
+    const d = a.started.deps;
+    for (let n = 0; n < 40; n++) await enqueue(d.db, d.dialect, task, { n }, new Date());
+    await Promise.all([w1.start(), w2.start()]);
+    await Promise.all([w1.drain(), w2.drain()]);
+    expect([...runs.values()].every((c) => c === 1)).toBe(true);
+    expect(runs.size).toBe(40);
+
+    // A claimed job whose lease ran out (its worker was killed) is due again.
+    const orphan = `t.orphan.${Math.random()}`;
+    const id = await enqueue(d.db, d.dialect, orphan, {}, new Date());
+    await d.db.updateTable('jobs').set({ status: 'running', attempts: 1, locked_by: 'wrk_dead', locked_until: new Date(Date.now() - 1000).toISOString() }).where('id', '=', id!).execute();
+    let took = false;
+    w1.register(orphan, { handler: async () => void (took = true) });
+    await w1.drain();
+    expect(took).toBe(true);
+    expect(await jobRow(a, id!)).toMatchObject({ status: 'done', attempts: 2 });
+  });
+
+  it('unique keys keep one pending job; recurring tasks run once per period across workers', async () => {
+    const a = app();
+    const d = a.started.deps;
+    const task = `t.unique.${Math.random()}`;
+    const first = await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: `k:${task}` });
+    const second = await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: `k:${task}` });
+    expect(first).toBeTruthy();
+    expect(second).toBeNull();
+
+    const tick = `t.tick.${Math.random()}`;
+    let ticks = 0;
+    const [w1, w2] = [worker(a), worker(a)];
+    for (const w of [w1, w2]) {
+      w.register(tick, { handler: async () => void ticks++ });
+      w.every(tick, 3_600_000);
+    }
+    await Promise.all([w1.start(), w2.start()]);
+    await Promise.all([w1.drain(), w2.drain()]);
+    expect(ticks).toBe(1);
+  });
+
+  it('on Postgres a NOTIFY at commit wakes an idle worker on another connection at once', async (ctx) => {
+    const a = app();
+    if (a.kind !== 'postgres') return ctx.skip();
+    const d = a.started.deps;
+    const w = new Worker({ db: d.db, dialect: d.dialect, now: () => new Date(), log: { error: () => undefined }, pollMs: 600_000, listen: { url: process.env.CUBBY_TEST_POSTGRES_URL! } });
+    workers.push(w);
+    const task = `t.notify.${Math.random()}`;
+    const ran = new Promise<void>((resolve) => w.register(task, { handler: async () => resolve() }));
+    await w.start();
+    await d.db.transaction().execute((trx) => enqueue(trx, d.dialect, task, {}, new Date()));
+    await ran; // with a ten-minute poll, only the notification can have started it
+  });
+});
