@@ -1,0 +1,151 @@
+import PostalMime, { type Email } from 'postal-mime';
+import { firstField, type HeaderBlock } from './parse-headers.ts';
+import type { ParseLimits } from './parse-types.ts';
+
+// The MIME body is parsed by postal-mime, with three guards around it:
+//
+// 1. postal-mime sees only the top-level Content-* fields (capped), never the rest of the
+//    top-level header block, which parse-headers.ts reads itself: a huge or odd header block can
+//    then not make postal-mime reject the message.
+// 2. A pre-screen counts MIME boundary delimiters and cuts the message before the one past
+//    maxMimeParts: postal-mime has no part limit, and 20,000 tiny parts took 1.7 s.
+// 3. postal-mime 4.0.0 keeps each line of a part without a transfer encoding (7bit/8bit/binary) as
+//    its own Blob part; Node 20's Blob needs ~15 µs and ~1.5 KB per part, so a 45 MB plain-text
+//    body took 10 s and 1 GB. patchPassThroughDecoder() gives that decoder the same 64 KiB
+//    chunking its base64 and quoted-printable decoders have. It checks the shape it patches and
+//    does nothing on another version (test/inbound-parse.test.ts fails loudly then).
+
+interface PassThroughLike {
+  chunks: Uint8Array[];
+  pending?: Uint8Array[];
+  pendingLen?: number;
+}
+
+const CHUNK = 64 * 1024;
+const NEWLINE = new Uint8Array([0x0a]);
+let patchState: 'unpatched' | 'patched' | 'unavailable' = 'unpatched';
+
+function flush(self: PassThroughLike) {
+  if (!self.pending || self.pending.length === 0) return;
+  self.chunks.push(Buffer.concat(self.pending, self.pendingLen));
+  self.pending = [];
+  self.pendingLen = 0;
+}
+
+export function patchPassThroughDecoder(): 'patched' | 'unavailable' {
+  if (patchState !== 'unpatched') return patchState;
+  patchState = 'unavailable';
+  try {
+    const probe = new PostalMime() as unknown as { root: { setupContentDecoder(e: string): void; contentDecoder: unknown } };
+    probe.root.setupContentDecoder('8bit');
+    const decoder = probe.root.contentDecoder as PassThroughLike & { constructor: { prototype: Record<string, unknown> } };
+    const proto = decoder?.constructor?.prototype;
+    if (!proto || typeof proto.update !== 'function' || typeof proto.finalize !== 'function' || !Array.isArray(decoder.chunks)) return patchState;
+    proto.update = function update(this: PassThroughLike, line: Uint8Array) {
+      this.pending ??= [];
+      this.pendingLen ??= 0;
+      this.pending.push(line, NEWLINE);
+      this.pendingLen += line.length + 1;
+      if (this.pendingLen >= CHUNK) flush(this);
+    };
+    proto.finalize = async function finalize(this: PassThroughLike): Promise<ArrayBuffer> {
+      flush(this);
+      const total = this.chunks.reduce((n, c) => n + c.length, 0);
+      const out = new Uint8Array(total);
+      let at = 0;
+      for (const c of this.chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+      this.chunks = [];
+      return out.buffer;
+    };
+    patchState = 'patched';
+  } catch {
+    patchState = 'unavailable';
+  }
+  return patchState;
+}
+
+/** The boundary values declared anywhere in the message (a superset of the real ones is fine). */
+function declaredBoundaries(text: string, head: string): Set<string> {
+  const found = new Set<string>();
+  const re = /boundary\s*=\s*(?:"([^"\r\n]{1,200})"|([^\s;"]{1,200}))/gi;
+  for (const t of [head, text]) {
+    for (const m of t.matchAll(re)) {
+      found.add(m[1] ?? m[2]);
+      if (found.size >= 10_000) return found;
+    }
+  }
+  return found;
+}
+
+/** Where to cut the body so that at most `maxParts` boundary delimiters remain, and how many were cut. */
+export function partCut(body: Buffer, text: string, head: string, maxParts: number): { cutAt: number; omittedParts: number } {
+  const boundaries = declaredBoundaries(text, head);
+  if (boundaries.size === 0) return { cutAt: body.length, omittedParts: 0 };
+  const nextDashLine = (from: number) => {
+    const i = body.indexOf('\n--', from, 'latin1');
+    return i < 0 ? -1 : i + 1;
+  };
+  let parts = 0;
+  let cutAt = body.length;
+  let omitted = 0;
+  let pos = body[0] === 0x2d && body[1] === 0x2d ? 0 : nextDashLine(0);
+  while (pos >= 0) {
+    const nl = body.indexOf(0x0a, pos);
+    const line = body.toString('latin1', pos + 2, Math.min(nl < 0 ? body.length : nl, pos + 2 + 220)).replace(/[ \t\r]+$/, '');
+    const isClose = line.endsWith('--') && boundaries.has(line.slice(0, -2));
+    if (!isClose && boundaries.has(line) && ++parts > maxParts) {
+      if (omitted === 0) cutAt = pos;
+      omitted++;
+    }
+    if (nl < 0) break;
+    pos = nextDashLine(nl);
+  }
+  return { cutAt, omittedParts: omitted };
+}
+
+export interface MimeResult {
+  email: Email | null;
+  /** Why postal-mime refused the message, when it did. */
+  error: string | null;
+  /** Boundary delimiters after the cut (an estimate of the parts not parsed). */
+  omittedParts: number;
+}
+
+const CONTENT_FIELDS = ['content-type', 'content-transfer-encoding', 'content-disposition'];
+const MAX_CONTENT_FIELD_BYTES = 16 * 1024;
+const RFC822_WORK_BYTES = 128 * 1024 * 1024;
+
+/** Parses the body (from `block.bodyStart`) with postal-mime. Never throws. */
+export async function parseMime(bytes: Buffer, block: HeaderBlock, limits: ParseLimits, warn: (code: string) => void): Promise<MimeResult> {
+  patchPassThroughDecoder();
+  try {
+    const headLines = CONTENT_FIELDS.map((name) => firstField(block, name))
+      .filter((f) => f !== undefined)
+      .map((f) => Buffer.concat([Buffer.from(`${f.name}:`), f.raw.subarray(0, MAX_CONTENT_FIELD_BYTES), Buffer.from('\r\n')]));
+    const head = Buffer.concat([...headLines, Buffer.from('\r\n')]);
+    const body = bytes.subarray(Math.min(block.bodyStart, bytes.length));
+    const text = body.toString('latin1');
+    const { cutAt, omittedParts } = partCut(body, text, head.toString('latin1'), limits.maxMimeParts);
+    // Each inline message/rfc822 level parses its content again, so the depth is also bounded by
+    // RFC822_WORK_BYTES / size: a 43 MB message nested 12 deep took 5.8 s at depth 10, 2 s at depth 3.
+    const nested = text.match(/message\/(?:rfc822|global)/gi)?.length ?? 0;
+    const rfc822Depth = Math.min(limits.maxRfc822Depth, nested, Math.floor(RFC822_WORK_BYTES / Math.max(cutAt, 1)));
+    if (rfc822Depth < Math.min(limits.maxRfc822Depth, nested)) warn('rfc822_depth_reduced');
+    // One copy into a fresh ArrayBuffer, which postal-mime then uses without copying again.
+    const input = new Uint8Array(head.length + cutAt);
+    input.set(head, 0);
+    input.set(body.subarray(0, cutAt), head.length);
+    const email = await PostalMime.parse(input.buffer, {
+      attachmentEncoding: 'arraybuffer',
+      maxNestingDepth: limits.maxMimeDepth,
+      maxHeadersSize: limits.maxPartHeaderBytes + head.length,
+      maxRfc822NestingDepth: rfc822Depth,
+    });
+    return { email, error: null, omittedParts };
+  } catch (err) {
+    return { email: null, error: err instanceof Error ? err.message.slice(0, 200) : 'unknown error', omittedParts: 0 };
+  }
+}
