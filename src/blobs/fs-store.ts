@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import {
   assertSha256,
   BlobNotFoundError,
@@ -15,17 +17,21 @@ import {
 import { spoolToFile } from './spool.ts';
 
 /**
- * Blobs in a local directory: `<root>/<aa>/<bb>/<sha256>`, where aa and bb are the first two pairs
- * of hex digits. A put() writes `<root>/tmp/<random>.part` while hashing, fsyncs it, renames it
- * into place and fsyncs the directory, so a blob is either absent or complete and durable. Puts of
- * the same content may race: each writes its own temp file and rename() replaces identical bytes
- * atomically. Directories are never removed, so a put never races a delete over a directory.
+ * Blobs in a local directory: `<root>/<aa>/<sha256>`, where aa is the first pair of hex digits (as
+ * git stores objects). A put() writes `<root>/tmp/<random>.part` while hashing, fdatasyncs it,
+ * renames it into place and fsyncs `<aa>`, so a blob is either absent or complete and durable:
+ * two syncs per blob, the least a crash-safe create needs. The 256 `<aa>` directories are made (and
+ * the root synced) once, when the store is first used, and never removed. Puts of the same content
+ * may race: each writes its own temp file and rename() replaces identical bytes atomically.
+ *
+ * Reads also find blobs in the earlier layout `<aa>/<bb>/<sha256>` (one more level, which cost an
+ * extra directory sync whenever `<bb>` was new); new blobs always go to `<aa>/<sha256>`.
  */
 export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   readonly root: string;
   private readonly tmpDir: string;
-  private tmpReady: Promise<void> | undefined;
+  private ready: Promise<void> | undefined;
 
   constructor(root: string) {
     this.root = path.resolve(root);
@@ -33,26 +39,14 @@ export class FsBlobStore implements BlobStore {
   }
 
   async put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
-    await this.ensureTmpDir();
+    await this.ensureLayout();
     const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
     const blob = await spoolToFile(body, expect, tmp, { fsync: true });
     try {
       const target = this.pathFor(blob.sha256);
-      const dir = path.dirname(target);
-      if (await isFile(target)) {
-        await fsp.rm(tmp, { force: true });
-        // Another put may have renamed it in a moment ago and not yet synced the directory.
-        await fsyncDir(dir);
-        return blob;
-      }
-      const created = await fsp.mkdir(dir, { recursive: true });
-      if (created !== undefined) {
-        // New directory entries are durable only once their parents are synced.
-        await fsyncDir(this.root);
-        await fsyncDir(path.dirname(dir));
-      }
+      // An existing blob is replaced by identical bytes; either way the entry is synced below.
       await fsp.rename(tmp, target);
-      await fsyncDir(dir);
+      await fsyncDir(path.dirname(target));
       return blob;
     } catch (err) {
       await fsp.rm(tmp, { force: true });
@@ -70,24 +64,29 @@ export class FsBlobStore implements BlobStore {
 
   async size(sha256: string): Promise<number | null> {
     assertSha256(sha256);
-    try {
-      const st = await fsp.stat(this.pathFor(sha256));
-      return st.isFile() ? st.size : null;
-    } catch (err) {
-      if (isNotFound(err)) return null;
-      throw err;
+    for (const p of this.pathsFor(sha256)) {
+      try {
+        const st = await fsp.stat(p);
+        if (st.isFile()) return st.size;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
     }
+    return null;
   }
 
   async read(sha256: string, range?: ByteRange): Promise<Readable> {
     assertSha256(sha256);
-    let fh: fsp.FileHandle;
-    try {
-      fh = await fsp.open(this.pathFor(sha256), 'r');
-    } catch (err) {
-      if (isNotFound(err)) throw new BlobNotFoundError(sha256);
-      throw err;
+    let fh: fsp.FileHandle | undefined;
+    for (const p of this.pathsFor(sha256)) {
+      try {
+        fh = await fsp.open(p, 'r');
+        break;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
     }
+    if (!fh) throw new BlobNotFoundError(sha256);
     try {
       if (!range) return fh.createReadStream();
       const { start, end } = clampRange(range, (await fh.stat()).size);
@@ -100,17 +99,20 @@ export class FsBlobStore implements BlobStore {
 
   async delete(sha256: string): Promise<void> {
     assertSha256(sha256);
-    await fsp.rm(this.pathFor(sha256), { force: true });
+    for (const p of this.pathsFor(sha256)) await fsp.rm(p, { force: true });
   }
 
   async *list(): AsyncIterable<string> {
     const fanout = /^[0-9a-f]{2}$/;
     for (const a of await readdirOrEmpty(this.root)) {
       if (!fanout.test(a)) continue;
-      for (const b of await readdirOrEmpty(path.join(this.root, a))) {
-        if (!fanout.test(b)) continue;
+      const entries = await readdirOrEmpty(path.join(this.root, a));
+      const here = new Set(entries.filter((e) => isSha256(e) && e.startsWith(a)));
+      yield* here;
+      // The earlier two-level layout (a blob in both places is listed once).
+      for (const b of entries.filter((e) => fanout.test(e))) {
         for (const name of await readdirOrEmpty(path.join(this.root, a, b))) {
-          if (isSha256(name) && name.startsWith(a + b)) yield name;
+          if (isSha256(name) && name.startsWith(a + b) && !here.has(name)) yield name;
         }
       }
     }
@@ -132,38 +134,44 @@ export class FsBlobStore implements BlobStore {
   }
 
   private pathFor(sha256: string): string {
-    return path.join(this.root, sha256.slice(0, 2), sha256.slice(2, 4), sha256);
+    return path.join(this.root, sha256.slice(0, 2), sha256);
   }
 
-  private ensureTmpDir(): Promise<void> {
-    this.tmpReady ??= fsp.mkdir(this.tmpDir, { recursive: true }).then(
-      () => undefined,
-      (err) => {
-        this.tmpReady = undefined;
-        throw err;
-      },
-    );
-    return this.tmpReady;
+  /** Where a blob may be: its place, then its place in the earlier two-level layout. */
+  private pathsFor(sha256: string): string[] {
+    return [this.pathFor(sha256), path.join(this.root, sha256.slice(0, 2), sha256.slice(2, 4), sha256)];
+  }
+
+  /** The temp directory and the 256 first-level directories, made once; then the root is synced. */
+  private ensureLayout(): Promise<void> {
+    this.ready ??= (async () => {
+      await fsp.mkdir(this.tmpDir, { recursive: true });
+      const hex = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+      await Promise.all(hex.map((aa) => fsp.mkdir(path.join(this.root, aa), { recursive: true })));
+      await fsyncDir(this.root);
+    })().catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    });
+    return this.ready;
   }
 }
 
+/**
+ * fsync of a directory. Opening and closing one of our few directories is a quick in-memory call,
+ * done inline; only the sync itself goes to the thread pool (each hop there costs the event loop
+ * tens of microseconds, more than the open).
+ */
 async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, 'r');
+  const fd = fs.openSync(dir, 'r');
   try {
-    await fh.sync();
+    await fsyncFd(fd);
   } finally {
-    await fh.close();
+    fs.closeSync(fd);
   }
 }
 
-async function isFile(p: string): Promise<boolean> {
-  try {
-    return (await fsp.stat(p)).isFile();
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-}
+const fsyncFd = promisify(fs.fsync);
 
 async function readdirOrEmpty(dir: string): Promise<string[]> {
   try {
