@@ -4,6 +4,7 @@ import pg from 'pg';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { DB } from './schema.ts';
+import { withStatementCache } from './sqlite-statements.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
 import * as m0003 from './migrations/0003_files.ts';
@@ -44,7 +45,7 @@ function openSqlite(file: string): Database {
   database.pragma('synchronous = FULL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
