@@ -1,10 +1,11 @@
 import { expect, it } from 'vitest';
-import { describeEachDatabase } from './harness.ts';
+import { describeEachDatabase, type TestApp } from './harness.ts';
+import { describeWithS3, isS3 } from './s3-harness.ts';
 import { describeBytes, newMailbox, uploadFile } from './files-helpers.ts';
 import { collectGarbageBlobs, purgeDeletedMailboxes } from '../src/files/purge.service.ts';
 import { createHash } from 'node:crypto';
 
-describeEachDatabase('files (surface R)', (app) => {
+function filesSuite(app: () => TestApp) {
   it('uploads, saves, versions, skips identical content, and keeps mailbox counts exact', async () => {
     const u = await app().user();
     const m = await newMailbox(app(), u.key);
@@ -76,7 +77,8 @@ describeEachDatabase('files (surface R)', (app) => {
     expect(list.body.data.files).toEqual([]);
   });
 
-  it('the upload URL checks headers, size and checksums, and cannot be reused', async () => {
+  it('the upload URL checks headers, size and checksums, and cannot be reused', async (t) => {
+    if (isS3(app())) t.skip(); // the bytes go to S3; see the S3 test below
     const u = await app().user();
     const m = await newMailbox(app(), u.key);
     const bytes = Buffer.from('exact bytes');
@@ -100,6 +102,48 @@ describeEachDatabase('files (surface R)', (app) => {
     expect(badSigned.status).toBe(422);
     const save = await app().request('POST', `/v1/mailboxes/${m.id}/files`, { key: u.key, body: { path: 'a.txt', signed_blob_id: step1.body.data.signed_id } });
     expect(save.status).toBe(201);
+  });
+
+  it('S3: the upload target is a presigned PUT with signed checksums; wrong bytes are refused at save and can be uploaded again', async (t) => {
+    if (!isS3(app())) t.skip();
+    const u = await app().user();
+    const m = await newMailbox(app(), u.key);
+    const bytes = Buffer.from('exact bytes for S3');
+    const decl = describeBytes(bytes, 'a.txt');
+    const step1 = await app().request('POST', '/v1/direct_uploads', { key: u.key, body: { mailbox_id: m.id, path: 'a.txt', blob: decl } });
+    expect(step1.status, step1.text).toBe(201);
+    const { url, headers } = step1.body.data.direct_upload;
+    expect(url.startsWith(app().env.CUBBY_S3_ENDPOINT!)).toBe(true);
+    expect(new URL(url).searchParams.get('X-Amz-SignedHeaders')).toBe('content-md5;content-type;host;x-amz-checksum-sha256');
+    expect(headers).toEqual({ 'Content-Type': 'text/plain', 'Content-MD5': decl.checksum, 'x-amz-checksum-sha256': Buffer.from(decl.sha256, 'hex').toString('base64') });
+    const early = await app().request('POST', `/v1/mailboxes/${m.id}/files`, { key: u.key, body: { path: 'a.txt', signed_blob_id: step1.body.data.signed_id } });
+    expect(early.body.error).toMatchObject({ code: 'DIRECT_UPLOAD_NOT_FOUND', details: { path: 'a.txt' } });
+
+    // Real S3 refuses these bytes at the PUT (BadDigest); s3rver keeps them, and the save catches them.
+    const wrong = await fetch(url, { method: 'PUT', headers, body: new Uint8Array(Buffer.from('other bytes, same size')) });
+    if (wrong.status === 200) {
+      const refused = await app().request('POST', `/v1/mailboxes/${m.id}/files`, { key: u.key, body: { path: 'a.txt', signed_blob_id: step1.body.data.signed_id } });
+      expect(refused.status, refused.text).toBe(422);
+      expect(refused.body.error).toMatchObject({ code: 'UPLOAD_CHECKSUM_MISMATCH', details: { path: 'a.txt', which: 'byte_size' } });
+    } else expect(wrong.status).toBe(400);
+    expect((await app().request('GET', `/v1/mailboxes/${m.id}/files`, { key: u.key })).body.data.files).toEqual([]);
+
+    const ok = await fetch(url, { method: 'PUT', headers, body: new Uint8Array(bytes) });
+    expect(ok.status).toBe(200);
+    const save = await app().request('POST', `/v1/mailboxes/${m.id}/files`, { key: u.key, body: { path: 'a.txt', signed_blob_id: step1.body.data.signed_id } });
+    expect(save.status, save.text).toBe(201);
+    expect(await app().started.deps.blobs.exists(decl.sha256)).toBe(true);
+    const row = await app().started.deps.db.selectFrom('direct_uploads').select('status').where('mailbox_id', '=', m.id).executeTakeFirstOrThrow();
+    expect(row.status).toBe('consumed');
+
+    const dl = await app().request('GET', `/v1/mailboxes/${m.id}/files/${save.body.data.file.id}/download`, { key: u.key });
+    const link = dl.body.data.download.url as string;
+    expect(link.startsWith(app().env.CUBBY_S3_ENDPOINT!)).toBe(true);
+    const got = await fetch(link);
+    expect(got.status).toBe(200);
+    expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(got.headers.get('content-type')).toBe('text/plain');
+    expect(got.headers.get('content-disposition')).toContain('attachment');
   });
 
   it('expected_mailbox_version: a stale version saves nothing; concurrent saves to one path make one file', async () => {
@@ -234,4 +278,7 @@ describeEachDatabase('files (surface R)', (app) => {
     const kept = await app().request('GET', `/v1/mailboxes/${keeper.id}/files/by_path`, { key: u.key, query: { path: 'shared.txt' } });
     expect(kept.status).toBe(200);
   });
-});
+}
+
+describeEachDatabase('files (surface R)', filesSuite);
+describeWithS3('files (surface R)', filesSuite, { withPostgres: true });

@@ -133,9 +133,11 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
 /**
  * Runs a suite once per database. `app()` returns the app booted for that database
  * (one per suite, shared by its tests; tests make their own users so they don't collide).
+ * `extraEnv` is read when the suite's app boots (an outer beforeAll may still fill it in);
+ * `only` narrows the databases (those without CUBBY_TEST_POSTGRES_URL still never run Postgres).
  */
-export function describeEachDatabase(name: string, body: (app: () => TestApp) => void, extraEnv: Record<string, string> = {}) {
-  for (const kind of DATABASES) {
+export function describeEachDatabase(name: string, body: (app: () => TestApp) => void, extraEnv: Record<string, string> = {}, opts: { only?: DatabaseKind[] } = {}) {
+  for (const kind of DATABASES.filter((k) => !opts.only || opts.only.includes(k))) {
     describe(`${name} [${kind}]`, () => {
       let current: TestApp | undefined;
       beforeAll(async () => {

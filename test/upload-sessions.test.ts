@@ -1,11 +1,12 @@
 import { expect, it } from 'vitest';
-import { describeEachDatabase } from './harness.ts';
+import { describeEachDatabase, type TestApp } from './harness.ts';
+import { describeWithS3, isS3 } from './s3-harness.ts';
 import { dbOf, expectError } from './factories.ts';
 import { newMailbox, uploadFile } from './files-helpers.ts';
 import { descriptor, filePaths, inParallel, insertEmailFile, mailboxOf, putBytes, sessionsOf, versionRows } from './upload-sessions-helpers.ts';
 import { expireUploadSessions } from '../src/uploads/upload-sessions.lifecycle.ts';
 
-describeEachDatabase('upload sessions', (app) => {
+function sessionsSuite(app: () => TestApp) {
   it('the CLI flow on surface A: batches of 12, exact headers, finalize_batch, finalize until done; one mailbox version', async () => {
     const u = await app().user();
     const created = await app().request('POST', '/api/v1/buckets', { key: u.key, body: { bucket: { title: 'Site' } } });
@@ -122,6 +123,27 @@ describeEachDatabase('upload sessions', (app) => {
     expect(retry.body.data.uploaded.map((x: any) => x.path)).toEqual(['one.txt', 'two.txt']);
     expect(retry.body.data.remaining_files_count).toBe(0);
     expect(await filePaths(app(), u.key, m.id)).toEqual(['one.txt', 'two.txt']);
+  });
+
+  it('S3: wrong bytes kept by the store fail finalize_batch with 422 naming the path, nothing saved; a new PUT and retry succeeds', async (t) => {
+    if (!isS3(app())) t.skip(); // the fs store refuses wrong bytes at the PUT (files.test.ts)
+    const u = await app().user();
+    const m = await newMailbox(app(), u.key);
+    const s = sessionsOf(app(), 'R', u.key, m.id);
+    const id = (await s.create()).body.data.mailbox_upload_session.id;
+    const res = await s.uploads(id, [descriptor('good.txt', 'good'), descriptor('bad.txt', 'right')]);
+    await putBytes(res.body.data.uploads[0].upload, 'good');
+    const wrong = await fetch(res.body.data.uploads[1].upload.url, { method: 'PUT', headers: res.body.data.uploads[1].upload.headers, body: new Uint8Array(Buffer.from('wrong')) });
+    if (wrong.status === 200) { // s3rver keeps them; real S3 answers 400 BadDigest
+      const err = expectError(await s.batch(id, 12), 'R', 422, 'UPLOAD_CHECKSUM_MISMATCH');
+      expect(err.details).toMatchObject({ path: 'bad.txt', which: 'checksum' });
+      expect(await filePaths(app(), u.key, m.id)).toEqual([]);
+    }
+    await putBytes(res.body.data.uploads[1].upload, 'right');
+    const retry = await s.finalize(id, true);
+    expect(retry.status, retry.text).toBe(200);
+    expect(retry.body.data.mailbox_upload_session).toMatchObject({ status: 'finalized', finalized_files_count: 2 });
+    expect(await filePaths(app(), u.key, m.id)).toEqual(['bad.txt', 'good.txt']);
   });
 
   it('complete:false cancels: unsaved files discarded, batch-saved files kept in one version, lock released; then closed', async () => {
@@ -285,4 +307,7 @@ describeEachDatabase('upload sessions', (app) => {
     expectError(await mine.finalize('bus_nope'), 'R', 404, 'UPLOAD_SESSION_NOT_FOUND');
     expectError(await sessionsOf(app(), 'A', u.key, m.id).batch('not-an-id'), 'A', 404, 'UPLOAD_SESSION_NOT_FOUND');
   });
-});
+}
+
+describeEachDatabase('upload sessions', sessionsSuite);
+describeWithS3('upload sessions', sessionsSuite, { withPostgres: true });

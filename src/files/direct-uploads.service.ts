@@ -11,6 +11,10 @@ import { signId, signToken, verifySignedId } from '../http/signed.ts';
 import { cleanPath } from './paths.ts';
 import { checkContentLimits } from './files.write.ts';
 import { findFileByPath, versionsById } from './files.repo.ts';
+import { BlobMismatchError, type StoredBlob } from '../blobs/blob-store.ts';
+import { recordUploaded } from './record-uploads.ts';
+
+export { recordUploaded };
 
 /** How long an upload URL and its unsaved bytes stay valid. */
 export const UPLOAD_TTL_SECONDS = 6 * 3600;
@@ -107,20 +111,22 @@ export async function resolveSignedBlob(db: Kysely<DB>, secret: string, mailboxI
  */
 export async function ensureUploaded(ctx: Pick<RequestCtx, 'db' | 'blobs' | 'now'>, row: DirectUploadsTable): Promise<void> {
   if (row.status !== 'pending') return;
-  const adopted = ctx.blobs.kind === 's3' ? await ctx.blobs.adoptDirectUpload(row.id, { byteSize: Number(row.byte_size), sha256Hex: row.sha256, md5Base64: row.checksum }) : null;
+  let adopted: StoredBlob | null = null;
+  try {
+    adopted = await ctx.blobs.adoptDirectUpload(row.id, { byteSize: Number(row.byte_size), sha256Hex: row.sha256, md5Base64: row.checksum });
+  } catch (err) {
+    // S3 (or a service that does not check the signed checksums) kept wrong bytes; the store has
+    // removed them, so the same upload URL can be used again.
+    if (err instanceof BlobMismatchError) {
+      throw new AppError('UPLOAD_CHECKSUM_MISMATCH', `The bytes uploaded for ${row.path} do not match the declared size or checksums; upload them again, then retry.`, {
+        path: row.path,
+        which: err.which,
+        expected: err.expected,
+        actual: err.actual,
+      });
+    }
+    throw err;
+  }
   if (!adopted) throw new AppError('DIRECT_UPLOAD_NOT_FOUND', `No bytes were uploaded for ${row.path}; upload them again, then retry.`, { path: row.path, signed_blob_id: null });
   await recordUploaded(ctx, row, adopted.md5Base64);
-}
-
-export async function recordUploaded(ctx: Pick<RequestCtx, 'db' | 'now'>, row: DirectUploadsTable, md5: string): Promise<void> {
-  const now = iso(ctx.now());
-  await ctx.db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('blobs')
-      .values({ sha256: row.sha256, byte_size: row.byte_size, md5, created_at: now })
-      .onConflict((oc) => oc.column('sha256').doNothing())
-      .execute();
-    await trx.updateTable('direct_uploads').set({ status: 'uploaded', uploaded_at: now }).where('id', '=', row.id).where('status', '=', 'pending').execute();
-  });
-  row.status = 'uploaded';
 }

@@ -21,12 +21,29 @@ export const MAX_BATCH = 100;
 /** Files one finalize call writes or deletes; more answer 202 finalize_pending. */
 export const FINALIZE_CHUNK = 300;
 
-/** Every file of the batch must have its bytes (S3: adopted now); else DIRECT_UPLOAD_NOT_FOUND naming the path, nothing saved. */
+/** Staging objects adopted at once (S3: each adoption is several requests). */
+const ADOPT_CONCURRENCY = 8;
+
+/**
+ * Every file of the batch must have its bytes (S3: adopted now, several at a time); else
+ * DIRECT_UPLOAD_NOT_FOUND (or UPLOAD_CHECKSUM_MISMATCH) naming the first such path, nothing saved.
+ */
 async function checkBytes(ctx: RequestCtx, rows: UploadSessionFilesTable[]): Promise<void> {
   if (!rows.length) return;
   const uploads = await ctx.db.selectFrom('direct_uploads').selectAll().where('id', 'in', rows.map((r) => r.direct_upload_id!)).execute();
   const byId = new Map(uploads.map((u) => [u.id, u]));
-  for (const row of rows) await ensureUploaded(ctx, byId.get(row.direct_upload_id!)!);
+  const pending = rows.map((r) => byId.get(r.direct_upload_id!)!).filter((u) => u.status === 'pending');
+  const failures: { index: number; err: unknown }[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < pending.length) {
+      const index = next++;
+      await ensureUploaded(ctx, pending[index]!).catch((err: unknown) => failures.push({ index, err }));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(ADOPT_CONCURRENCY, pending.length) }, worker));
+  // Report the first failing file in batch order, whatever finished first.
+  if (failures.length) throw failures.sort((a, b) => a.index - b.index)[0]!.err;
 }
 
 interface ChunkOutcome {

@@ -1,0 +1,80 @@
+import type { Kysely } from 'kysely';
+import type { DB, DirectUploadsTable } from '../db/schema.ts';
+import { iso } from '../time.ts';
+
+// Marking direct uploads as received, with group commit: every upload whose bytes became durable
+// while the previous commit ran is recorded by the next one, in one transaction. A caller's
+// promise resolves only after the commit that holds its row, so an answered PUT is as durable as
+// before; a busy server makes one commit (one WAL fsync on SQLite) per wave instead of per file.
+
+interface Waiting {
+  row: DirectUploadsTable;
+  md5: string;
+  settle(err?: unknown): void;
+}
+
+interface Queue {
+  waiting: Waiting[];
+  running: boolean;
+}
+
+/** Rows per commit at most. */
+const MAX_GROUP = 200;
+/** One queue per database handle (several apps may share a test process). */
+const queues = new WeakMap<Kysely<DB>, Queue>();
+
+/** Records that a direct upload's bytes are stored (and their blob row); resolves once committed. */
+export function recordUploaded(ctx: { db: Kysely<DB>; now: () => Date }, row: DirectUploadsTable, md5: string): Promise<void> {
+  let queue = queues.get(ctx.db);
+  if (!queue) queues.set(ctx.db, (queue = { waiting: [], running: false }));
+  const q = queue;
+  return new Promise<void>((resolve, reject) => {
+    q.waiting.push({
+      row,
+      md5,
+      settle: (err) => {
+        if (err) return reject(err);
+        row.status = 'uploaded';
+        resolve();
+      },
+    });
+    if (!q.running) void drain(ctx, q);
+  });
+}
+
+async function drain(ctx: { db: Kysely<DB>; now: () => Date }, q: Queue): Promise<void> {
+  q.running = true;
+  try {
+    while (q.waiting.length) {
+      // One turn of the event loop first: uploads finishing meanwhile (their fsyncs complete on
+      // the thread pool, and SQLite's commit blocks the loop) join this group.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const group = q.waiting.splice(0, MAX_GROUP);
+      try {
+        await commitGroup(ctx.db, group, iso(ctx.now()));
+        for (const w of group) w.settle();
+      } catch (err) {
+        for (const w of group) w.settle(err);
+      }
+    }
+  } finally {
+    q.running = false;
+  }
+}
+
+async function commitGroup(db: Kysely<DB>, group: Waiting[], now: string): Promise<void> {
+  const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now }]));
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('blobs')
+      .values([...blobs.values()])
+      .onConflict((oc) => oc.column('sha256').doNothing())
+      .execute();
+    await trx
+      .updateTable('direct_uploads')
+      .set({ status: 'uploaded', uploaded_at: now })
+      .where('id', 'in', group.map((w) => w.row.id))
+      .where('status', '=', 'pending')
+      .execute();
+  });
+}
