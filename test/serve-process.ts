@@ -1,0 +1,107 @@
+import { spawn, execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+// The real server as its own process (`node bin/cubby.js serve`), for measurements where the
+// process must be Cubby alone: memory (RSS from /proc) and the benchmarks in bench/. Users and
+// keys are made with the operator CLI (`node bin/cubby.js admin …`) against the same data dir.
+
+const BIN = fileURLToPath(new URL('../bin/cubby.js', import.meta.url));
+const run = promisify(execFile);
+
+export interface ServeProcess {
+  pid: number;
+  /** http://127.0.0.1:PORT */
+  base: string;
+  env: Record<string, string>;
+  /** VmRSS and VmHWM of the server process, in bytes. */
+  memory(): { rss: number; hwm: number };
+  /** Resets VmHWM to the current RSS (Linux: `5` to /proc/PID/clear_refs), so it measures from now. */
+  resetPeak(): void;
+  stop(): Promise<void>;
+}
+
+/** The environment for a server and its admin CLI on one data dir: every port ephemeral, quiet logs. */
+export function serveEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    CUBBY_DATA_DIR: dataDir,
+    CUBBY_HTTP_PORT: '0',
+    CUBBY_SMTP_PORT: '0',
+    CUBBY_SITES_PORT: '0',
+    CUBBY_LOG_LEVEL: 'warn',
+    CUBBY_SECRET_KEY: randomBytes(32).toString('hex'),
+    ...extra,
+  };
+}
+
+/** process.env without CUBBY_* (the test runner's own settings must not leak into the server). */
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
+  return { ...base, ...env };
+}
+
+export function procMemory(pid: number): { rss: number; hwm: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+/** Starts `cubby serve` (with `nodeArgs` for node, e.g. --cpu-prof) and resolves once it prints its API address. */
+export async function startServe(env: Record<string, string>, opts: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'serve'], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  // Keep draining both pipes for the whole run (a full pipe would stall the server); keep a tail.
+  child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const base = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`cubby serve did not start in time:\n${out}\n${err}`)), opts.timeoutMs ?? 60_000);
+    const check = () => {
+      const m = /API \(R\):\s+(http:\/\/[^\s/]+)\/v1/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout.off('data', check);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`cubby serve exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+  const pid = child.pid!;
+  return {
+    pid,
+    base,
+    env,
+    memory: () => procMemory(pid),
+    resetPeak: () => fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Runs `cubby admin …` with the server's environment and returns its JSON answer. */
+export async function admin(env: Record<string, string>, args: string[]): Promise<any> {
+  const { stdout } = await run(process.execPath, [BIN, 'admin', ...args], { env: childEnv(env) });
+  const out = JSON.parse(stdout.trim().split('\n').pop()!);
+  if (out.error) throw new Error(`cubby admin ${args[0]}: ${out.error}`);
+  return out;
+}
+
+/** A person on `plan` (default paid: 5 GiB files) and a mailbox_admin key, made with the admin CLI. */
+export async function adminUserAndKey(env: Record<string, string>, plan = 'paid'): Promise<{ email: string; key: string }> {
+  const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
+  await admin(env, ['create-user', '--email', email, '--password', 'a long bench password', '--name', 'Bench', '--plan', plan]);
+  const key = await admin(env, ['create-key', '--email', email]);
+  return { email, key: key.api_key };
+}
