@@ -11,7 +11,7 @@ import { deleteFileVersion, writeFileVersion } from '../files/files.write.ts';
 import { groupUsage } from '../files/files.repo.ts';
 import { cleanPath } from '../files/paths.ts';
 import { ensureUploaded } from '../files/direct-uploads.service.ts';
-import { countPruneCandidates, countUnsaved, lockMailboxRow, nextUnsaved, pruneCandidates, updateLockProgress } from './upload-sessions.repo.ts';
+import { countPruneCandidates, countUnsaved, lockMailboxRow, nextUnsaved, pruneCandidates, updateLockProgress, type SessionCounts } from './upload-sessions.repo.ts';
 import { closedError, closeSession, loadSession, recheckPending, requirePending } from './upload-sessions.lifecycle.ts';
 import { forSessionWrite } from './upload-sessions.service.ts';
 import type { SavedItem, SessionResult, SkipItem } from './upload-sessions.present.ts';
@@ -48,6 +48,7 @@ async function checkBytes(ctx: RequestCtx, rows: UploadSessionFilesTable[]): Pro
 
 interface ChunkOutcome {
   session: UploadSessionsTable;
+  counts: SessionCounts;
   saved: SavedItem[];
   skipped: SkipItem[];
   remaining: number;
@@ -103,8 +104,8 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
         await trx.updateTable('upload_session_files').set({ status: 'saved', file_id: r.file.id, file_version_id: r.version.id, created: r.created ? 1 : 0, saved_at: at }).where('id', '=', row.id).execute();
         saved.push({ input_index: row.input_index, path: row.path, file: r.file, version: r.version, created: r.created });
       }
-      await trx.updateTable('direct_uploads').set({ status: 'consumed' }).where('id', '=', row.direct_upload_id!).execute();
     }
+    if (rows.length) await trx.updateTable('direct_uploads').set({ status: 'consumed' }).where('id', 'in', rows.map((r) => r.direct_upload_id!)).execute();
 
     let remaining = await countUnsaved(trx, s.id);
     let pruned = 0;
@@ -123,9 +124,9 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
       await trx.updateTable('mailboxes').set({ storage_bytes: change.currentStorage, files_count: change.currentFiles, updated_at: at }).where('id', '=', s.mailbox_id).execute();
       await recordActivity(trx, ctx.actor, now, { accountId: s.account_id, action: 'upload_session.save', targetType: 'upload_session', targetId: s.id, reason: opts.reason });
     }
-    await updateLockProgress(trx, s);
+    const counts = await updateLockProgress(trx, s);
     if (opts.final && remaining === 0) s = await closeSession(trx, s, 'finalized', now, ctx.actor);
-    return { session: s, saved, skipped, remaining };
+    return { session: s, counts, saved, skipped, remaining };
   });
 }
 

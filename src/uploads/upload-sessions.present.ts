@@ -34,6 +34,8 @@ export interface SavedItem {
 /** What one call did to a session; the response lists this call's targets, saves and skips. */
 export interface SessionResult {
   session: UploadSessionsTable;
+  /** The session's counts as the call's own transaction left them (else they are read again). */
+  counts?: SessionCounts;
   uploads?: UploadItem[];
   saved?: SavedItem[];
   skipped?: SkipItem[];
@@ -68,7 +70,7 @@ export function presentSession(s: UploadSessionsTable, c: SessionCounts) {
 
 /** The session response body (without envelope): the record under `mailbox_upload_session` and this call's results. */
 export async function sessionResponse(ctx: RequestCtx, r: SessionResult) {
-  const counts = await sessionCounts(ctx.db, r.session.id);
+  const counts = r.counts ?? (await sessionCounts(ctx.db, r.session.id));
   const saved = r.saved ?? [];
   const listed = saved.slice(0, MAX_LISTED);
   const [files, versions] = await Promise.all([presentFiles(ctx.db, listed.map((x) => x.file)), presentVersions(ctx.db, listed.map((x) => x.version))]);

@@ -133,7 +133,9 @@ export function lockProgress(session: UploadSessionsTable, counts?: Pick<Session
   });
 }
 
-export async function updateLockProgress(db: Kysely<DB>, session: UploadSessionsTable): Promise<void> {
+/** Writes the session's progress into the mailbox lock; returns the counts (for the response, saving a second count). */
+export async function updateLockProgress(db: Kysely<DB>, session: UploadSessionsTable): Promise<SessionCounts> {
   const counts = await sessionCounts(db, session.id);
   await db.updateTable('mailboxes').set({ lock_progress: lockProgress(session, counts) }).where('id', '=', session.mailbox_id).where('lock_kind', '=', LOCK_KIND).where('lock_progress', 'like', `{"session_id":"${session.id}"%`).execute();
+  return counts;
 }

@@ -13,7 +13,7 @@ import { checkDeclaration, SIGNED_BLOB, uploadTarget } from '../files/direct-upl
 import { checkContentLimits } from '../files/files.write.ts';
 import { versionsById } from '../files/files.repo.ts';
 import { cleanPath, type CleanPath } from '../files/paths.ts';
-import { countUnsaved, LOCK_KIND, lockHolder, lockMailboxRow, lockProgress, pendingSessionByKey, updateLockProgress } from './upload-sessions.repo.ts';
+import { LOCK_KIND, lockHolder, lockMailboxRow, lockProgress, pendingSessionByKey, updateLockProgress, type SessionCounts } from './upload-sessions.repo.ts';
 import { expireDueSessionsOf, loadSession, recheckPending, requirePending } from './upload-sessions.lifecycle.ts';
 import type { SessionResult, SkipItem, UploadItem } from './upload-sessions.present.ts';
 
@@ -176,18 +176,23 @@ export async function requestUploads(ctx: RequestCtx, input: { accountId?: strin
   }
 
   const now = ctx.now();
+  // A path named twice in one call: only its last declaration is live.
+  const last = new Map(prepared.map((x) => [x.p.path, x.index]));
+  const live = (path: string, index: number) => last.get(path) === index;
   const uploadRows: { item: Prepared; row: DirectUploadsTable }[] = [];
   const skipped: SkipItem[] = [];
+  let counts: SessionCounts | undefined;
   await ctx.db.transaction().execute(async (trx) => {
     await lockMailboxRow(trx, session.mailbox_id);
     await recheckPending(trx, session.id, now);
-    const paths = [...new Set(prepared.map((x) => x.p.path))];
-    const live = await trx.selectFrom('files').select(['live_path', 'current_version_id']).where('mailbox_id', '=', session.mailbox_id).where('live_path', 'in', paths).execute();
-    const versions = await versionsById(trx, live.map((f) => f.current_version_id));
-    const currentSha = new Map(live.map((f) => [f.live_path!, versions.get(f.current_version_id ?? '')?.sha256 ?? null]));
+    const paths = [...last.keys()];
+    const current = await trx.selectFrom('files').select(['live_path', 'current_version_id']).where('mailbox_id', '=', session.mailbox_id).where('live_path', 'in', paths).execute();
+    const versions = await versionsById(trx, current.map((f) => f.current_version_id));
+    const currentSha = new Map(current.map((f) => [f.live_path!, versions.get(f.current_version_id ?? '')?.sha256 ?? null]));
+    // The latest declaration of a path wins; saved ones stay saved (a new declaration becomes a new version).
+    await trx.updateTable('upload_session_files').set({ status: 'superseded' }).where('session_id', '=', session.id).where('path', 'in', paths).where('status', 'in', ['pending', 'skipped']).execute();
+    const sessionFiles: UploadSessionFilesTable[] = [];
     for (const item of prepared) {
-      // The latest declaration of a path wins; saved ones stay saved (a new declaration becomes a new version).
-      await trx.updateTable('upload_session_files').set({ status: 'superseded' }).where('session_id', '=', session.id).where('path', '=', item.p.path).where('status', 'in', ['pending', 'skipped']).execute();
       const base: Omit<UploadSessionFilesTable, 'status' | 'direct_upload_id' | 'skip_code' | 'skip_reason'> = {
         id: newId('busf'),
         session_id: session.id,
@@ -203,9 +208,11 @@ export async function requestUploads(ctx: RequestCtx, input: { accountId?: strin
         created_at: iso(now),
         saved_at: null,
       };
+      // An earlier entry for the same path in this call is recorded as already superseded.
+      const superseded = !live(item.p.path, item.index);
       if (currentSha.get(item.p.path) === item.decl.sha256) {
         const reason = 'Identical content is already stored at this path.';
-        await trx.insertInto('upload_session_files').values({ ...base, status: 'skipped', direct_upload_id: null, skip_code: 'DUPLICATE_FILE_VERSION', skip_reason: reason }).execute();
+        sessionFiles.push({ ...base, status: superseded ? 'superseded' : 'skipped', direct_upload_id: null, skip_code: 'DUPLICATE_FILE_VERSION', skip_reason: reason });
         skipped.push({ path: item.p.path, name: item.name, reason: 'duplicate', code: 'DUPLICATE_FILE_VERSION', input_index: item.index, details: { message: reason } });
         continue;
       }
@@ -227,27 +234,26 @@ export async function requestUploads(ctx: RequestCtx, input: { accountId?: strin
         created_by_api_key_id: ctx.actor.apiKeyId,
         created_at: iso(now),
       };
-      await trx.insertInto('direct_uploads').values(row).execute();
-      await trx.insertInto('upload_session_files').values({ ...base, status: 'pending', direct_upload_id: row.id, skip_code: null, skip_reason: null }).execute();
+      sessionFiles.push({ ...base, status: superseded ? 'superseded' : 'pending', direct_upload_id: row.id, skip_code: null, skip_reason: null });
       uploadRows.push({ item, row });
     }
-    await updateLockProgress(trx, session);
+    // One statement per table for the whole call (up to 100 files).
+    if (uploadRows.length) await trx.insertInto('direct_uploads').values(uploadRows.map((u) => u.row)).execute();
+    await trx.insertInto('upload_session_files').values(sessionFiles).execute();
+    counts = await updateLockProgress(trx, session);
   });
 
-  // A path named twice in one call: only its last declaration is live.
-  const last = new Map(prepared.map((x) => [x.p.path, x.index]));
-  const live = (path: string, index: number) => last.get(path) === index;
   const liveSkipped = skipped.filter((s) => live(s.path, s.input_index));
   const uploads: UploadItem[] = [];
   for (const { item, row } of uploadRows.filter((u) => live(u.item.p.path, u.item.index))) {
     uploads.push({ input_index: item.index, path: row.path, name: item.name, signed_blob_id: signId(ctx.secret, SIGNED_BLOB, row.id), upload: await uploadTarget(ctx, row) });
   }
-  const remaining = await countUnsaved(ctx.db, session.id);
   return {
     session,
+    counts,
     uploads,
     skipped: liveSkipped,
-    remaining,
+    remaining: counts!.unsaved,
     message: `${uploads.length} upload target(s)${liveSkipped.length ? `, ${liveSkipped.length} skipped` : ''}. PUT each file's bytes with exactly the returned headers, then call finalize_batch.`,
   };
 }
