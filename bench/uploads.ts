@@ -1,0 +1,293 @@
+// `npm run bench:uploads`: upload throughput of the real server (`node bin/cubby.js serve`, SQLite,
+// fs store) in a fresh `chattr +T` run dir under bench/.tmp (see /work/shared/bench/README.md).
+//   (a) 1,000 × 4 KiB random files through one surface A upload session, as the CLI does it:
+//       descriptors in batches of 12, PUTs 8 at a time with exactly the returned headers,
+//       finalize_batch 12 after each batch, then finalize {complete:true} until not pending.
+//   (b) one 1 GiB PUT of random data (generated into /dev/shm first) and its download through
+//       the download link, with the server's RSS; and `dd … conv=fsync` of the same bytes to the
+//       same folder just before and just after the PUT, as the limit (their mean).
+// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, LARGE_MIB, BENCH_SCRATCH,
+// KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
+// "--cpu-prof --cpu-prof-dir=/tmp/prof").
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createCipheriv, createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
+import { getHashed, putStream } from '../test/stream-http.ts';
+
+const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
+const SMALL_BYTES = 4096;
+const LARGE_MIB = Number(process.env.LARGE_MIB ?? 1024);
+const LARGE_BYTES = LARGE_MIB * 1024 * 1024;
+const MB = 1e6;
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const SCRATCH = process.env.BENCH_SCRATCH ?? path.join(BENCH_DIR, '.tmp');
+
+const log = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** user+system CPU seconds so far of a process or thread (/proc/…/stat, clock ticks of 1/100 s). */
+function cpuSeconds(pid: number, tid?: number): number {
+  const fields = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds of the whole process and of its main (JavaScript) thread. */
+const cpuSplit = (pid: number) => ({ all: cpuSeconds(pid), main: cpuSeconds(pid, pid) });
+const cpuSince = (pid: number, from: { all: number; main: number }) => {
+  const now = cpuSplit(pid);
+  return { all: round(now.all - from.all, 2), main_thread: round(now.main - from.main, 2) };
+};
+
+const clientCpu = (u: NodeJS.CpuUsage) => round((u.user + u.system) / 1e6, 2);
+
+async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t = performance.now();
+  const out = await fn();
+  return [out, (performance.now() - t) / 1000];
+}
+
+/**
+ * HTTP/1.1 with keep-alive over node:http: on two cores the client shares the machine with the
+ * server, and fetch (undici) costs the client about twice the CPU per small request.
+ */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
+function send(method: string, url: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function client(base: string, key: string) {
+  return async function api(method: string, url: string, body?: unknown): Promise<any> {
+    const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await send(method, new URL(url, base).href, headers, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
+    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${res.text.slice(0, 500)}`);
+    return { status: res.status, headers: res.headers, ...JSON.parse(res.text) };
+  };
+}
+
+async function inParallel<T>(items: T[], n: number, fn: (item: T) => Promise<void>) {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+/** (a) Small files through one upload session, as the CLI does it. */
+async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) {
+  const files = Array.from({ length: SMALL_FILES }, (_, i) => {
+    const bytes = randomBytes(SMALL_BYTES);
+    return { path: `small/${String(Math.floor(i / 100)).padStart(2, '0')}/f-${String(i).padStart(4, '0')}.bin`, bytes };
+  });
+  const bucket = (await api('POST', '/api/v1/buckets', { bucket: { title: `bench ${Date.now()}` } })).data.bucket;
+  const base = `/api/v1/buckets/${bucket.id}/upload_sessions`;
+  const phases = { session: 0, descriptors: 0, puts: 0, finalize_batch: 0, finalize: 0 };
+  const phaseCpu = { ...phases };
+  const cpu0 = cpuSplit(server.pid);
+  const client0 = process.cpuUsage();
+  const t0 = performance.now();
+  let phase = performance.now();
+  let phaseMain = cpu0.main;
+  /** Wall time and server main-thread CPU, per phase. */
+  const lap = (k: keyof typeof phases) => {
+    const now = performance.now();
+    const main = cpuSeconds(server.pid, server.pid);
+    phases[k] += (now - phase) / 1000;
+    phaseCpu[k] += main - phaseMain;
+    phase = now;
+    phaseMain = main;
+  };
+  const session = (await api('POST', base, { client_session_key: `bench-${Date.now()}`, expected_file_count: files.length, delete_missing: false })).data.upload_session;
+  lap('session');
+  let saved = 0;
+  for (let i = 0; i < files.length; i += 12) {
+    const batch = files.slice(i, i + 12);
+    const descriptors = batch.map((f) => ({ path: f.path, byte_size: f.bytes.length, content_type: 'application/octet-stream', checksum: md5(f.bytes), sha256: sha256(f.bytes) }));
+    const declared = await api('POST', `${base}/${session.id}/uploads`, { files: descriptors });
+    lap('descriptors');
+    await inParallel(declared.data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[], 8, async (u) => {
+      const res = await send('PUT', u.upload.url, u.upload.headers, batch[u.input_index]!.bytes);
+      if (res.status !== 200) throw new Error(`PUT: ${res.status} ${res.text}`);
+    });
+    lap('puts');
+    saved += (await api('POST', `${base}/${session.id}/finalize_batch`, { limit: 12 })).data.uploaded_count;
+    lap('finalize_batch');
+    if (i % 240 === 0) log(`  small files: ${i + batch.length}/${files.length}`);
+  }
+  for (;;) {
+    const fin = await api('POST', `${base}/${session.id}/finalize`, { complete: true });
+    saved += fin.data.uploaded_count;
+    if (!fin.data.finalize_pending) {
+      if (fin.data.upload_session.status !== 'finalized') throw new Error(`session ended ${fin.data.upload_session.status}`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 1000 * Number(fin.headers['retry-after'] ?? 1)));
+  }
+  lap('finalize');
+  const wall = (performance.now() - t0) / 1000;
+  if (saved !== files.length) throw new Error(`saved ${saved} of ${files.length}`);
+  return {
+    files: files.length,
+    bytes_each: SMALL_BYTES,
+    wall_s: round(wall, 3),
+    files_per_s: round(files.length / wall, 0),
+    goal_files_per_s: 500,
+    server_cpu_s: cpuSince(server.pid, cpu0),
+    client_cpu_s: clientCpu(process.cpuUsage(client0)),
+    phases_s: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(v, 3)])),
+    phases_server_main_thread_cpu_s: Object.fromEntries(Object.entries(phaseCpu).map(([k, v]) => [k, round(v, 2)])),
+  };
+}
+
+/** 1 GiB of random bytes in /dev/shm (AES-CTR keystream), with its digests. */
+function randomFile(file: string) {
+  const cipher = createCipheriv('aes-256-ctr', randomBytes(32), randomBytes(16));
+  const zeros = Buffer.alloc(8 * 1024 * 1024);
+  const fd = fs.openSync(file, 'w', 0o600);
+  const m = createHash('md5');
+  const s = createHash('sha256');
+  try {
+    for (let left = LARGE_BYTES; left > 0; left -= zeros.length) {
+      const chunk = cipher.update(zeros.subarray(0, Math.min(zeros.length, left)));
+      m.update(chunk);
+      s.update(chunk);
+      fs.writeSync(fd, chunk);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return { md5Base64: m.digest('base64'), sha256: s.digest('hex') };
+}
+
+/** dd of the same bytes to the same folder with fsync; MB/s from dd's own figures. */
+function dd(input: string, runDir: string, name: string) {
+  const out = path.join(runDir, name);
+  const res = spawnSync('dd', [`if=${input}`, `of=${out}`, 'bs=1M', `count=${LARGE_MIB}`, 'conv=fsync'], { encoding: 'utf8' });
+  if (res.status !== 0) throw new Error(`dd failed: ${res.stderr}`);
+  const m = /(\d+) bytes .* copied, ([\d.,]+) s/.exec(res.stderr);
+  if (!m) throw new Error(`cannot read dd's output: ${res.stderr}`);
+  const seconds = Number(m[2]!.replace(',', '.'));
+  return { bytes: Number(m[1]), s: round(seconds, 3), mb_s: round(Number(m[1]) / MB / seconds, 0) };
+}
+
+/** (b) One large PUT, save and download, with the server's memory. */
+async function largeFile(server: ServeProcess, api: ReturnType<typeof client>, file: string, digests: { md5Base64: string; sha256: string }) {
+  const bucket = (await api('POST', '/api/v1/buckets', { bucket: { title: `bench large ${Date.now()}` } })).data.bucket;
+  const before = server.memory();
+  server.resetPeak();
+  const du = await api('POST', '/api/v1/direct_uploads', {
+    bucket_id: bucket.id,
+    path: 'large.bin',
+    blob: { filename: 'large.bin', byte_size: LARGE_BYTES, checksum: digests.md5Base64, content_type: 'application/octet-stream', sha256: digests.sha256 },
+  });
+  const target = du.data.direct_upload;
+  const cpu0 = cpuSplit(server.pid);
+  const client0 = process.cpuUsage();
+  const [put, putS] = await timed(() => putStream(target.url, target.headers, fs.createReadStream(file, { highWaterMark: 1024 * 1024 }), LARGE_BYTES));
+  if (put.status !== 200) throw new Error(`PUT: ${put.status} ${put.text}`);
+  const putCpu = cpuSince(server.pid, cpu0);
+  const putClient = process.cpuUsage(client0);
+  const [saved, saveS] = await timed(() => api('POST', `/api/v1/buckets/${bucket.id}/files`, { path: 'large.bin', signed_blob_id: du.data.signed_id }));
+  const link = (await api('GET', `/v1/mailboxes/${bucket.id}/files/${saved.data.file.id}/download`)).data.download.url;
+  const cpu1 = cpuSplit(server.pid);
+  const client1 = process.cpuUsage();
+  const [got, getS] = await timed(() => getHashed(link));
+  if (got.status !== 200 || got.bytes !== LARGE_BYTES || got.sha256 !== digests.sha256) throw new Error(`download: ${got.status}, ${got.bytes} bytes, sha256 ${got.sha256}`);
+  const getCpu = cpuSince(server.pid, cpu1);
+  const getClient = process.cpuUsage(client1);
+  const after = server.memory();
+  const mib = (n: number) => round(n / 1024 / 1024, 0);
+  return {
+    bytes: LARGE_BYTES,
+    put_s: round(putS, 3),
+    put_mb_s: round(LARGE_BYTES / MB / putS, 0),
+    put_server_cpu_s: putCpu,
+    put_client_cpu_s: clientCpu(putClient),
+    save_s: round(saveS, 3),
+    download_s: round(getS, 3),
+    download_mb_s: round(LARGE_BYTES / MB / getS, 0),
+    download_server_cpu_s: getCpu,
+    download_client_cpu_s: clientCpu(getClient),
+    server_rss_mib: { before: mib(before.rss), after: mib(after.rss), peak_during: mib(after.hwm), growth: mib(Math.max(after.hwm, after.rss) - before.rss) },
+  };
+}
+
+async function main() {
+  fs.mkdirSync(SCRATCH, { recursive: true });
+  // A fresh block group for each run dir (ext4 without a journal; see the bench README).
+  spawnSync('chattr', ['+T', SCRATCH]);
+  const runDir = fs.mkdtempSync(path.join(SCRATCH, 'uploads.'));
+  const shmFile = path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), `cubby-bench-${process.pid}.bin`);
+  let server: ServeProcess | undefined;
+  const cleanup = () => {
+    fs.rmSync(shmFile, { force: true });
+    if (!process.env.KEEP_RUN_DIR) fs.rmSync(runDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => {
+    void server?.stop().finally(() => {
+      cleanup();
+      process.exit(130);
+    });
+  });
+  try {
+    const env = serveEnv(path.join(runDir, 'data'));
+    log(`run dir ${runDir}`);
+    const { key } = await adminUserAndKey(env, 'paid');
+    server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
+    log(`cubby serve pid ${server.pid} at ${server.base}`);
+    const api = client(server.base, key);
+
+    log(`(a) ${SMALL_FILES} × ${SMALL_BYTES} B through one upload session`);
+    const small = await smallFiles(server, api);
+    log(`    ${small.files_per_s} files/s (${small.wall_s} s)`);
+
+    log(`(b) generating ${LARGE_MIB} MiB of random data in ${shmFile}`);
+    const digests = randomFile(shmFile);
+    // dd right before and right after the PUT (this machine's disk speed drifts within a minute).
+    log('    dd conv=fsync of the same bytes to the run dir');
+    const ddBefore = dd(shmFile, runDir, 'dd-before.out');
+    log(`    dd: ${ddBefore.mb_s} MB/s`);
+    log('    PUT, save and download through cubby');
+    const large = await largeFile(server, api, shmFile, digests);
+    log(`    PUT ${large.put_mb_s} MB/s, download ${large.download_mb_s} MB/s, RSS growth ${large.server_rss_mib.growth} MiB`);
+    const ddAfter = dd(shmFile, runDir, 'dd-after.out');
+    log(`    dd again: ${ddAfter.mb_s} MB/s`);
+    const ddMean = round((ddBefore.mb_s + ddAfter.mb_s) / 2, 0);
+
+    const result = {
+      bench: 'uploads',
+      at: new Date().toISOString(),
+      node: process.version,
+      cpus: os.cpus().length,
+      commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: BENCH_DIR, encoding: 'utf8' }).trim(),
+      small_files: small,
+      large_file: large,
+      dd_random_fsync: { mb_s: ddMean, before: ddBefore, after: ddAfter },
+      put_to_dd_ratio: round(large.put_mb_s / ddMean, 2),
+      goal_put_to_dd_ratio: 0.7,
+      goal_server_rss_growth_mib: 100,
+    };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await server?.stop();
+    cleanup();
+  }
+}
+
+await main();
