@@ -68,7 +68,9 @@ async function writeSmallFile(filePath: string, chunks: Buffer[], dsync: boolean
   const fd = await fdOpen(filePath, O_WRONLY | O_CREAT | O_EXCL | (dsync ? O_DSYNC : 0), 0o600);
   let ok = false;
   try {
-    let rest = chunks;
+    let rest = chunks.filter((c) => c.length > 0);
+    // An empty file has no write for O_DSYNC to apply to: its inode is synced explicitly.
+    if (dsync && rest.length === 0) await fdDatasync(fd);
     while (rest.length) {
       let written = (await fdWritev(fd, rest)).bytesWritten;
       while (rest.length && written >= rest[0]!.length) written -= rest.shift()!.length;
@@ -84,6 +86,7 @@ async function writeSmallFile(filePath: string, chunks: Buffer[], dsync: boolean
 const fdOpen = promisify(fs.open);
 const fdWritev = promisify(fs.writev);
 const fdClose = promisify(fs.close);
+const fdDatasync = promisify(fs.fdatasync);
 
 function hashInline(chunks: Buffer[]): Digests {
   const md5 = createHash('md5');
