@@ -10,7 +10,6 @@ import { presentAccountIdentity } from './accounts.present.ts';
 import { loadStatus } from './status.service.ts';
 import { limitsFor, mailboxCreationUsage } from './limits.service.ts';
 import { decodeCursor, toPage } from '../http/cursor.ts';
-import { AppError } from '../errors.ts';
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 
@@ -178,4 +177,3 @@ export function registerAccountRoutesA(app: App, _deps: AppDeps) {
   );
 }
 
-export { AppError };

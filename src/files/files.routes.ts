@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { RequestCtx } from '../context.ts';
-import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
 import { AppError, invalidArgument } from '../errors.ts';
 import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
@@ -247,4 +247,3 @@ export function registerFileRoutesR(app: App) {
   );
 }
 
-export { booleanQuery };

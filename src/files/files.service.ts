@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { FileRole, FilesTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
 import { AppError, invalidArgument } from '../errors.ts';
@@ -67,7 +66,6 @@ export async function saveFile(ctx: RequestCtx, input: SaveFileInput): Promise<W
     role: input.role,
     sha256: upload.sha256,
     byteSize: Number(upload.byte_size),
-    md5: upload.checksum,
     mimeType: upload.content_type || mimeFromName(p.basename),
     reason: input.reason,
     createdBySystem: 'api',
@@ -108,7 +106,7 @@ export async function appendText(
     // The file may have changed since it was read: append only to the version we read.
     const now = await findFileByPath(c.trx, loaded.mailbox.id, p.path);
     if (now?.current_version_id !== current.id) throw new AppError('MAILBOX_VERSION_CONFLICT', 'The file changed while appending; retry.', { path: p.path });
-    return writeFileVersion(c, limits, group, { ...p, name: current.name, sha256: stored.sha256, byteSize: stored.byteSize, md5: stored.md5Base64, mimeType: current.mime_type, reason: input.reason, createdBySystem: 'api' });
+    return writeFileVersion(c, limits, group, { ...p, name: current.name, sha256: stored.sha256, byteSize: stored.byteSize, mimeType: current.mime_type, reason: input.reason, createdBySystem: 'api' });
   });
   return { ...result, path: p.path, appended: true as const, appended_bytes: added.length, newline_inserted: newlineInserted };
 }
@@ -163,17 +161,12 @@ export async function relocateFile(
   const current = await ctx.db.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id!).executeTakeFirstOrThrow();
   const { result } = await change(ctx, loaded, `file.${kind}`, { expectedVersion: input.expectedMailboxVersion, reason: input.reason, targetId: file.id }, async (c, limits, group) => {
     if (await findFileByPath(c.trx, loaded.mailbox.id, p.path)) throw new AppError('FILE_PATH_TAKEN', undefined, { path: p.path });
-    const content: NewContent = { ...p, name: p.basename, role: file.role, sha256: current.sha256!, byteSize: Number(current.byte_size), md5: '', mimeType: current.mime_type, reason: input.reason, createdBySystem: 'api' };
+    const content: NewContent = { ...p, name: p.basename, role: file.role, sha256: current.sha256!, byteSize: Number(current.byte_size), mimeType: current.mime_type, reason: input.reason, createdBySystem: 'api' };
     if (kind === 'copy') return writeFileVersion(c, limits, group, content);
-    // Rename and move keep the file's identity and history: a new version at the new path.
-    const now = c.now.toISOString();
-    await c.trx.updateTable('files').set({ path: p.path, live_path: p.path, folder: p.folder, basename: p.basename, updated_at: now }).where('id', '=', file.id).execute();
-    const moved = { ...file, path: p.path, live_path: p.path, folder: p.folder, basename: p.basename };
-    // writeFileVersion sees identical content at the new path and would skip; write the version directly.
-    c.storageDelta -= Number(current.byte_size);
-    await c.trx.updateTable('files').set({ current_version_id: null }).where('id', '=', file.id).execute();
-    const r = await writeFileVersion(c, limits, group, content);
-    return { ...r, file: { ...moved, ...r.file } };
+    // Rename and move keep the file's identity and history: the file takes the new path, and
+    // the same content is recorded as a new version there.
+    await c.trx.updateTable('files').set({ path: p.path, live_path: p.path, folder: p.folder, basename: p.basename }).where('id', '=', file.id).execute();
+    return writeFileVersion(c, limits, group, { ...content, recordIdentical: true });
   });
   return { ...result, loaded };
 }
@@ -186,7 +179,7 @@ export async function restoreVersion(ctx: RequestCtx, input: { accountId?: strin
   if (!version || version.deleted === 1 || !version.sha256) throw new AppError('FILE_VERSION_NOT_FOUND', undefined, { version_id: input.versionId });
   const p = cleanPath(file.path);
   const { result } = await change(ctx, loaded, 'file.restore', { expectedVersion: input.expectedMailboxVersion, reason: input.reason, targetId: file.id }, (c, limits, group) =>
-    writeFileVersion(c, limits, group, { ...p, name: version.name, sha256: version.sha256!, byteSize: Number(version.byte_size), md5: '', mimeType: version.mime_type, reason: input.reason ?? `Restored version ${version.version_number}`, createdBySystem: 'api' }),
+    writeFileVersion(c, limits, group, { ...p, name: version.name, sha256: version.sha256!, byteSize: Number(version.byte_size), mimeType: version.mime_type, reason: input.reason ?? `Restored version ${version.version_number}`, createdBySystem: 'api' }),
   );
   return { ...result, loaded };
 }
@@ -201,8 +194,4 @@ export async function setFileRead(ctx: RequestCtx, input: { accountId?: string |
   await ctx.db.updateTable('files').set(set).where('id', '=', file.id).execute();
   if (file.current_version_id) await ctx.db.updateTable('file_versions').set(set).where('id', '=', file.current_version_id).execute();
   return { ...file, ...set };
-}
-
-export function md5Base64(bytes: Buffer): string {
-  return createHash('md5').update(bytes).digest('base64');
 }

@@ -15,11 +15,12 @@ export interface NewContent {
   role?: FileRole;
   sha256: string;
   byteSize: number;
-  md5: string;
   mimeType: string;
   reason?: string | null;
   createdBySystem: string;
   policy?: 'replace' | 'skip';
+  /** Record a version even when the content equals the current one (a rename or move is a change). */
+  recordIdentical?: boolean;
 }
 
 export interface WriteResult {
@@ -84,7 +85,7 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     ? await trx.selectFrom('file_versions').selectAll().where('id', '=', existing.current_version_id).executeTakeFirstOrThrow()
     : undefined;
   if (existing && current) {
-    if (current.sha256 === input.sha256) return { file: existing, version: current, created: false, skipped: true, duplicate: true, skipCode: 'DUPLICATE_FILE_VERSION' };
+    if (current.sha256 === input.sha256 && !input.recordIdentical) return { file: existing, version: current, created: false, skipped: true, duplicate: true, skipCode: 'DUPLICATE_FILE_VERSION' };
     if (input.policy === 'skip') return { file: existing, version: current, created: false, skipped: true, duplicate: false, skipCode: 'FILE_EXISTS' };
   }
   checkContentLimits(limits, input.basename, input.mimeType, input.byteSize);

@@ -61,6 +61,18 @@ export function mailboxEmail(m: MailboxRow, perms: Permissions, access: AccountA
   };
 }
 
+/** File-tree counters and timestamps, the same on both surfaces. */
+function treeFields(m: MailboxRow) {
+  return {
+    storage_bytes: Number(m.storage_bytes),
+    files_count: Number(m.files_count),
+    version_id: m.version_id,
+    version_number: Number(m.version_number),
+    created_at: m.created_at,
+    updated_at: m.updated_at,
+  };
+}
+
 /** Mailbox on surface R. */
 export function presentMailbox(ctx: RequestCtx, m: MailboxRow, perms: Permissions, access: AccountAccess) {
   return {
@@ -75,12 +87,7 @@ export function presentMailbox(ctx: RequestCtx, m: MailboxRow, perms: Permission
     archived: m.archived_at !== null,
     archived_at: m.archived_at,
     lock: lockOf(m, ctx.now()),
-    storage_bytes: Number(m.storage_bytes),
-    files_count: Number(m.files_count),
-    version_id: m.version_id,
-    version_number: Number(m.version_number),
-    created_at: m.created_at,
-    updated_at: m.updated_at,
+    ...treeFields(m),
     dashboard_url: `${ctx.publicUrl()}/mailboxes/${m.id}`,
     ...mailboxActions(m, perms, access),
   };
@@ -127,12 +134,7 @@ export function presentBucket(ctx: RequestCtx, m: MailboxRow, perms: Permissions
       settings_url: `${ctx.publicUrl()}/settings`,
       blocked_reason: archived ? 'bucket_archived' : 'feature_disabled',
     },
-    storage_bytes: Number(m.storage_bytes),
-    files_count: Number(m.files_count),
-    version_id: m.version_id,
-    version_number: Number(m.version_number),
-    created_at: m.created_at,
-    updated_at: m.updated_at,
+    ...treeFields(m),
     ...actions,
   };
 }

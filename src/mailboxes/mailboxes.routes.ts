@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
 import { checkReason } from '../activity/activity.service.ts';
 import { invalidArgument } from '../errors.ts';
 import { mailboxPermissions } from '../auth/access.ts';
@@ -138,4 +138,3 @@ export function registerMailboxRoutesR(app: App) {
   });
 }
 
-export { booleanQuery };

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
-import { AppError, invalidArgument } from '../errors.ts';
+import { AppError } from '../errors.ts';
 import { isUniqueViolation } from '../db/database.ts';
 import { newId, randomToken } from '../ids.ts';
 import { iso, nextUtcMonthStart, utcMonthStart } from '../time.ts';
@@ -277,4 +277,3 @@ export async function deleteMailbox(ctx: RequestCtx, mailboxId: string, input: {
   return { deleted: true as const, id: m.id };
 }
 
-export { invalidArgument };

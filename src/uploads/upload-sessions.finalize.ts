@@ -90,7 +90,6 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
         name: row.name,
         sha256: row.sha256,
         byteSize: Number(row.byte_size),
-        md5: row.checksum,
         mimeType: row.content_type,
         reason: opts.reason,
         createdBySystem: 'api',
