@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createApp, type StartedApp } from '../src/app.ts';
+import { createApp, type AppOptions, type StartedApp } from '../src/app.ts';
 import { registerUser } from '../src/accounts/accounts.service.ts';
 import { createApiKey, type CreateKeyInput } from '../src/auth/keys.service.ts';
 import type { PlanName } from '../src/db/schema.ts';
@@ -62,7 +62,7 @@ function unique(): string {
   return `${Date.now().toString(36)}${(counter++).toString(36)}${randomBytes(3).toString('hex')}`;
 }
 
-export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, string> = {}, appOptions: AppOptions = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-app-'));
   const schema = kind === 'postgres' ? `t_${unique()}` : undefined;
   const env: Record<string, string> = {
@@ -75,7 +75,7 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     ...(kind === 'postgres' ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: schema! } : {}),
     ...extraEnv,
   };
-  const app = createApp(loadConfig(env));
+  const app = createApp(loadConfig(env), appOptions);
   const started = await app.start();
   const base = started.urls.http!;
 
