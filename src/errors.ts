@@ -60,6 +60,20 @@ export const ERROR_CATALOGUE = {
   UPLOAD_SESSION_NOT_FOUND: { status: 404, message: 'Upload session not found.' },
   UPLOAD_SESSION_CLOSED: { status: 409, message: 'The upload session is no longer pending.' },
   EMAIL_DOMAIN_NOT_AVAILABLE: { status: 422, message: 'That domain is not available to this account.' },
+  // emails
+  EMAIL_NOT_FOUND: { status: 404, message: 'Email not found.' },
+  EMAIL_ATTACHMENT_NOT_FOUND: { status: 404, message: 'Attachment not found.' },
+  EMAIL_LABELING_PENDING: { status: 503, message: 'The email is still being labeled; read it again after Retry-After seconds.' },
+  EMAIL_WITHHELD: { status: 403, message: 'This email is withheld (junk); its content and files are not available to API keys.' },
+  // receiving over SMTP (the status is for API use; `smtp` is the reply the SMTP server sends)
+  RECIPIENT_UNKNOWN: { status: 404, message: 'No mailbox has this address.', smtp: { code: 550, enhanced: '5.1.1' } },
+  RECIPIENT_NOT_LOCAL: { status: 403, message: 'Relaying is not allowed; send only to addresses of this service.', smtp: { code: 550, enhanced: '5.7.1' } },
+  MAILBOX_NOT_RECEIVING: { status: 403, message: 'This mailbox is not receiving email.', smtp: { code: 550, enhanced: '5.2.1' } },
+  SENDER_NOT_ALLOWED: { status: 403, message: 'The sender is not on this mailbox\'s allowlist.', smtp: { code: 550, enhanced: '5.7.1' } },
+  RECEIVED_EMAIL_LIMIT_REACHED: { status: 429, message: 'The monthly received-email allowance is used up; try again next month.', smtp: { code: 452, enhanced: '4.2.2' } },
+  RECEIVED_BYTES_LIMIT_REACHED: { status: 429, message: 'The monthly received-email storage allowance is used up.', smtp: { code: 552, enhanced: '5.2.2' } },
+  MESSAGE_TOO_LARGE: { status: 413, message: 'The message is larger than this mailbox accepts.', smtp: { code: 552, enhanced: '5.3.4' } },
+  STORAGE_UNAVAILABLE: { status: 503, message: 'The message could not be stored; try again later.', smtp: { code: 451, enhanced: '4.3.0' } },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -10,6 +10,7 @@ import * as m0002 from './migrations/0002_mailboxes.ts';
 import * as m0003 from './migrations/0003_files.ts';
 import * as m0004 from './migrations/0004_upload_sessions.ts';
 import * as m0005 from './migrations/0005_jobs.ts';
+import * as m0006 from './migrations/0006_emails.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003_files': m0003,
   '0004_upload_sessions': m0004,
   '0005_jobs': m0005,
+  '0006_emails': m0006,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -129,6 +129,12 @@ export interface MailboxesTable {
   unread_count: number;
   last_received_at: string | null;
   last_received_path: string | null;
+  email_seq: number;
+  allowlist_enabled: number;
+  /** JSON array of lower-cased addresses or `@domain` entries. */
+  allowlist_entries: string;
+  allowlist_version: string | null;
+  receiving_blocked_reason: string | null;
   created_by_user_id: string | null;
   created_by_api_key_id: string | null;
   archived_at: string | null;
@@ -317,7 +323,82 @@ export interface JobsTable {
   finished_at: string | null;
 }
 
+export type EmailDirection = 'received' | 'sent';
+export type LabelingState = 'pending' | 'done';
+export interface EmailsTable {
+  id: string;
+  mailbox_id: string;
+  account_id: string;
+  seq: number;
+  direction: EmailDirection;
+  conversation_id: string;
+  thread_key: string | null;
+  subject: string | null;
+  /** Lower-cased subject for case-insensitive search on both databases. */
+  subject_search: string | null;
+  /** JSON arrays of {address, name}. */
+  from_addresses: string;
+  /** Lower-cased first From address (the `sender` filter). */
+  sender_address: string | null;
+  to_addresses: string;
+  cc_addresses: string;
+  reply_to_addresses: string;
+  message_id: string | null;
+  /** JSON arrays of Message-IDs. */
+  in_reply_to: string;
+  reference_ids: string;
+  delivered_to: string;
+  received_at: string;
+  body_status: string;
+  body_text: string | null;
+  attachment_count: number;
+  omitted_attachment_count: number;
+  /** JSON array of {id, filename, content_type, size_bytes, version_id, origin, content_id}. */
+  attachments: string;
+  size_bytes: number;
+  raw_sha256: string | null;
+  directory: string | null;
+  raw_file_id: string | null;
+  raw_version_id: string | null;
+  json_file_id: string | null;
+  mail_from: string | null;
+  client_ip: string | null;
+  helo: string | null;
+  /** JSON: {spf, dkim, dmarc, arc} summaries. */
+  auth_results: string | null;
+  /** JSON array of deterministic spam signals seen at receipt (e.g. `gtube`). */
+  spam_flags: string | null;
+  labeling: LabelingState;
+  label: string | null;
+  labeled_at: string | null;
+  read_at: string | null;
+  read_by_user_id: string | null;
+  read_by_api_key_id: string | null;
+  /** JSON: {status, recipients} for sent email. */
+  delivery: string | null;
+  created_at: string;
+}
+
+export interface ReceivedUsageTable {
+  scope_id: string;
+  period: string;
+  count: number;
+  bytes: number;
+}
+
+export interface EventsTable {
+  id: string;
+  type: string;
+  account_id: string;
+  mailbox_id: string;
+  payload: string;
+  created_at: string;
+}
+
 export interface DB {
+  emails: EmailsTable;
+  received_usage: ReceivedUsageTable;
+  events: EventsTable;
   jobs: JobsTable;
   blobs: BlobsTable;
   mailbox_versions: MailboxVersionsTable;
