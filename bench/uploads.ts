@@ -9,84 +9,28 @@
 // Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof").
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { getHashed, putStream } from '../test/stream-http.ts';
+import { clientCpu, client, cpuSeconds, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, send } from './lib.ts';
 
 const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
 const SMALL_BYTES = 4096;
 const LARGE_MIB = Number(process.env.LARGE_MIB ?? 1024);
 const LARGE_BYTES = LARGE_MIB * 1024 * 1024;
 const MB = 1e6;
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const SCRATCH = process.env.BENCH_SCRATCH ?? path.join(BENCH_DIR, '.tmp');
 
-const log = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-/** user+system CPU seconds so far of a process or thread (/proc/…/stat, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number, tid?: number): number {
-  const fields = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** CPU seconds of the whole process and of its main (JavaScript) thread. */
-const cpuSplit = (pid: number) => ({ all: cpuSeconds(pid), main: cpuSeconds(pid, pid) });
-const cpuSince = (pid: number, from: { all: number; main: number }) => {
-  const now = cpuSplit(pid);
-  return { all: round(now.all - from.all, 2), main_thread: round(now.main - from.main, 2) };
-};
-
-const clientCpu = (u: NodeJS.CpuUsage) => round((u.user + u.system) / 1e6, 2);
 
 async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   const t = performance.now();
   const out = await fn();
   return [out, (performance.now() - t) / 1000];
-}
-
-/**
- * HTTP/1.1 with keep-alive over node:http: on two cores the client shares the machine with the
- * server, and fetch (undici) costs the client about twice the CPU per small request.
- */
-const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-
-function send(method: string, url: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function client(base: string, key: string) {
-  return async function api(method: string, url: string, body?: unknown): Promise<any> {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await send(method, new URL(url, base).href, headers, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
-    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${res.text.slice(0, 500)}`);
-    return { status: res.status, headers: res.headers, ...JSON.parse(res.text) };
-  };
-}
-
-async function inParallel<T>(items: T[], n: number, fn: (item: T) => Promise<void>) {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
 }
 
 /** (a) Small files through one upload session, as the CLI does it. */
@@ -229,10 +173,7 @@ async function largeFile(server: ServeProcess, api: ReturnType<typeof client>, f
 }
 
 async function main() {
-  fs.mkdirSync(SCRATCH, { recursive: true });
-  // A fresh block group for each run dir (ext4 without a journal; see the bench README).
-  spawnSync('chattr', ['+T', SCRATCH]);
-  const runDir = fs.mkdtempSync(path.join(SCRATCH, 'uploads.'));
+  const runDir = makeRunDir('uploads');
   const shmFile = path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), `cubby-bench-${process.pid}.bin`);
   let server: ServeProcess | undefined;
   const cleanup = () => {
@@ -275,7 +216,7 @@ async function main() {
       at: new Date().toISOString(),
       node: process.version,
       cpus: os.cpus().length,
-      commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: BENCH_DIR, encoding: 'utf8' }).trim(),
+      commit: gitCommit(),
       small_files: small,
       large_file: large,
       dd_random_fsync: { mb_s: ddMean, before: ddBefore, after: ddAfter },
