@@ -9,10 +9,16 @@ import { createBlobStore } from './blobs/index.ts';
 import { Worker } from './jobs/worker.ts';
 import { createJobs } from './jobs/jobs.ts';
 import { registerMaintenance } from './jobs/maintenance.ts';
+import fs from 'node:fs';
+import type { SMTPServer } from 'smtp-server';
+import { createSmtpServer } from './inbound/smtp-server.ts';
+import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
+import { cachingResolver } from './inbound/dns-cache.ts';
+import { registerEmailTasks } from './emails/tasks.ts';
 
 export interface StartedApp {
-  urls: { http: string | null };
-  ports: { http: number | null };
+  urls: { http: string | null; smtp: string | null };
+  ports: { http: number | null; smtp: number | null };
   deps: AppDeps;
 }
 
@@ -24,12 +30,15 @@ export interface App {
 export interface AppOptions {
   /** Clock override for tests of time-based rules. */
   now?: () => Date;
+  /** DNS for sender authentication (tests serve their own records). */
+  resolver?: DnsResolver;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
 export function createApp(config: Config, options: AppOptions = {}): App {
   let database: Database | undefined;
   let http: FastifyInstance | undefined;
+  let smtp: SMTPServer | undefined;
   let worker: Worker | null = null;
   let boundHttp: string | null = null;
 
@@ -68,13 +77,27 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         const host = config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost;
         boundHttp = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${httpPort}`;
       }
+      let smtpPort: number | null = null;
+      if (config.roles.includes('smtp')) {
+        const tls = config.smtpTls ? { key: fs.readFileSync(config.smtpTls.keyFile), cert: fs.readFileSync(config.smtpTls.certFile) } : undefined;
+        smtp = createSmtpServer(deps, { hostname: config.smtpHostname, resolver: options.resolver ?? cachingResolver(systemResolver()), tls, log: logger });
+        await new Promise<void>((resolve, reject) => {
+          smtp!.server.once('error', reject);
+          smtp!.listen(config.smtpPort, config.smtpHost, () => resolve());
+        });
+        const addr = smtp.server.address();
+        smtpPort = typeof addr === 'object' && addr ? addr.port : config.smtpPort;
+      }
       if (worker) {
         registerMaintenance(worker, deps);
+        registerEmailTasks(worker, deps, logger);
         await worker.start();
       }
-      return { urls: { http: boundHttp }, ports: { http: httpPort }, deps };
+      const smtpHost = config.smtpHost.includes(':') ? `[${config.smtpHost}]` : config.smtpHost;
+      return { urls: { http: boundHttp, smtp: smtpPort === null ? null : `smtp://${smtpHost === '0.0.0.0' ? '127.0.0.1' : smtpHost}:${smtpPort}` }, ports: { http: httpPort, smtp: smtpPort }, deps };
     },
     async stop() {
+      if (smtp) await new Promise<void>((resolve) => smtp!.close(() => resolve()));
       await http?.close();
       await worker?.stop();
       await database?.close();

@@ -27,6 +27,17 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   CUBBY_HTTP_PORT: port.default(8080),
   CUBBY_SMTP_PORT: port.default(2525),
+  CUBBY_SMTP_HOST: z.string().min(1).default('127.0.0.1'),
+  // The name the SMTP server gives itself (greeting, EHLO, Authentication-Results).
+  CUBBY_SMTP_HOSTNAME: z.string().regex(/^[a-z0-9.-]{1,253}$/i, 'must be a host name').optional(),
+  // PEM files; when both are set the SMTP server offers STARTTLS.
+  CUBBY_SMTP_TLS_KEY: z.string().min(1).optional(),
+  CUBBY_SMTP_TLS_CERT: z.string().min(1).optional(),
+  // Email labeler: builtin rules, or an OpenAI-compatible chat-completions endpoint.
+  CUBBY_LABELER: z.enum(['builtin', 'openai']).default('builtin'),
+  CUBBY_LABELER_URL: z.url().optional(),
+  CUBBY_LABELER_API_KEY: z.string().min(1).optional(),
+  CUBBY_LABELER_MODEL: z.string().min(1).optional(),
   CUBBY_SITES_PORT: port.default(8081),
   CUBBY_PUBLIC_URL: z.url().optional(),
   CUBBY_MAIL_DOMAIN: z
@@ -43,7 +54,17 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ...blobEnvShape,
-}));
+}))
+  .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
+    when: () => true,
+    path: ['CUBBY_SMTP_TLS_CERT'],
+    message: 'set CUBBY_SMTP_TLS_KEY and CUBBY_SMTP_TLS_CERT together, or neither',
+  })
+  .refine((e) => e.CUBBY_LABELER !== 'openai' || (e.CUBBY_LABELER_URL && e.CUBBY_LABELER_API_KEY && e.CUBBY_LABELER_MODEL), {
+    when: () => true,
+    path: ['CUBBY_LABELER_URL'],
+    message: 'CUBBY_LABELER=openai needs CUBBY_LABELER_URL, CUBBY_LABELER_API_KEY and CUBBY_LABELER_MODEL',
+  });
 
 export interface Config {
   readonly dataDir: string;
@@ -52,6 +73,10 @@ export interface Config {
   readonly httpHost: string;
   readonly httpPort: number;
   readonly smtpPort: number;
+  readonly smtpHost: string;
+  readonly smtpHostname: string;
+  readonly smtpTls: { keyFile: string; certFile: string } | null;
+  readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
   readonly sitesPort: number;
   readonly publicUrl: string | undefined;
   readonly mailDomain: string;
@@ -84,6 +109,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     httpHost: e.CUBBY_HTTP_HOST,
     httpPort: e.CUBBY_HTTP_PORT,
     smtpPort: e.CUBBY_SMTP_PORT,
+    smtpHost: e.CUBBY_SMTP_HOST,
+    smtpHostname: (e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
+    smtpTls: e.CUBBY_SMTP_TLS_KEY && e.CUBBY_SMTP_TLS_CERT ? { keyFile: path.resolve(e.CUBBY_SMTP_TLS_KEY), certFile: path.resolve(e.CUBBY_SMTP_TLS_CERT) } : null,
+    labeler:
+      e.CUBBY_LABELER === 'openai'
+        ? { kind: 'openai' as const, url: e.CUBBY_LABELER_URL!, apiKey: e.CUBBY_LABELER_API_KEY!, model: e.CUBBY_LABELER_MODEL! }
+        : { kind: 'builtin' as const },
     sitesPort: e.CUBBY_SITES_PORT,
     publicUrl: e.CUBBY_PUBLIC_URL?.replace(/\/+$/, ''),
     mailDomain: e.CUBBY_MAIL_DOMAIN.toLowerCase(),

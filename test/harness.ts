@@ -57,6 +57,11 @@ export interface TestUser {
   key: string;
 }
 
+/** A DNS with no records at all (every lookup is ENOTFOUND). */
+export async function emptyZone(name: string): Promise<never> {
+  throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+}
+
 let counter = 0;
 function unique(): string {
   return `${Date.now().toString(36)}${(counter++).toString(36)}${randomBytes(3).toString('hex')}`;
@@ -75,7 +80,8 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     ...(kind === 'postgres' ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: schema! } : {}),
     ...extraEnv,
   };
-  const app = createApp(loadConfig(env), appOptions);
+  // No real DNS in tests: sender authentication sees an empty zone unless a test serves records.
+  const app = createApp(loadConfig(env), { resolver: emptyZone, ...appOptions });
   const started = await app.start();
   const base = started.urls.http!;
 

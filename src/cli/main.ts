@@ -57,6 +57,7 @@ program
       console.log(`  API (A):     ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)`);
       if (users.length === 0) console.log(`  No users yet. Sign up: ${base}/users/sign_up`);
     }
+    if (started.urls.smtp) console.log(`  SMTP:        ${started.urls.smtp}   (mail to any mailbox address @${cfg.mailDomain})`);
     console.log(`  Data:        ${cfg.dataDir}`);
     const shutdown = async () => {
       await app.stop();

@@ -21,6 +21,8 @@ export interface NewContent {
   policy?: 'replace' | 'skip';
   /** Record a version even when the content equals the current one (a rename or move is a change). */
   recordIdentical?: boolean;
+  /** The caller knows no live file has this path (a fresh `_email/<id>/` folder): skip the lookup. */
+  knownNew?: boolean;
 }
 
 export interface WriteResult {
@@ -80,7 +82,7 @@ function versionRow(change: MailboxChange, file: FilesTable, fields: Pick<FileVe
 export async function writeFileVersion(change: MailboxChange, limits: PlanLimits, group: GroupUsage, input: NewContent): Promise<WriteResult> {
   const trx = change.trx;
   const now = iso(change.now);
-  const existing = await trx.selectFrom('files').selectAll().where('mailbox_id', '=', change.mailboxId).where('live_path', '=', input.path).executeTakeFirst();
+  const existing = input.knownNew ? undefined : await trx.selectFrom('files').selectAll().where('mailbox_id', '=', change.mailboxId).where('live_path', '=', input.path).executeTakeFirst();
   const current = existing?.current_version_id
     ? await trx.selectFrom('file_versions').selectAll().where('id', '=', existing.current_version_id).executeTakeFirstOrThrow()
     : undefined;
@@ -135,7 +137,6 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
       updated_at: now,
       deleted_at: null,
     };
-    await trx.insertInto('files').values(file).execute();
     change.filesDelta += 1;
   }
   const version = versionRow(change, file, {
@@ -148,7 +149,6 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     created_by_system: input.createdBySystem,
     deleted: 0,
   });
-  await trx.insertInto('file_versions').values(version).execute();
   const patch = {
     current_version_id: version.id,
     version_count: version.version_number,
@@ -158,7 +158,14 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     updated_by_agent: who.agent,
     updated_at: now,
   };
-  await trx.updateTable('files').set(patch).where('id', '=', file.id).execute();
+  // A new file is inserted already pointing at its first version (two statements instead of three).
+  if (existing) {
+    await trx.insertInto('file_versions').values(version).execute();
+    await trx.updateTable('files').set(patch).where('id', '=', file.id).execute();
+  } else {
+    await trx.insertInto('files').values({ ...file, ...patch }).execute();
+    await trx.insertInto('file_versions').values(version).execute();
+  }
   change.storageDelta += growth;
   return { file: { ...file, ...patch }, version, created: !existing, skipped: false, duplicate: false, skipCode: null };
 }

@@ -36,7 +36,17 @@ export class MailboxChange {
     trx: Kysely<DB>,
     dialect: Dialect,
     mailboxId: string,
-    opts: { actor: Actor; now: Date; action: string; expectedVersion?: string | null; allowArchived?: boolean; sessionId?: string | null; versionId?: string | null },
+    opts: {
+      actor: Actor;
+      now: Date;
+      action: string;
+      expectedVersion?: string | null;
+      allowArchived?: boolean;
+      sessionId?: string | null;
+      versionId?: string | null;
+      /** Received email is written beside a batch upload: it only adds files under `_email/`, which a session never touches. */
+      ignoreUploadLock?: boolean;
+    },
   ): Promise<MailboxChange> {
     let q = trx
       .selectFrom('mailboxes')
@@ -47,7 +57,7 @@ export class MailboxChange {
     if (!m || m.deleted_at) throw new AppError('MAILBOX_NOT_FOUND', undefined, { mailbox_id: mailboxId });
     if (m.archived_at && !opts.allowArchived) throw new AppError('MAILBOX_ARCHIVED', undefined, { mailbox_id: mailboxId });
     const locked = m.locked_until !== null && Date.parse(m.locked_until) > opts.now.getTime();
-    if (locked && m.lock_kind === 'upload_session') {
+    if (locked && m.lock_kind === 'upload_session' && !opts.ignoreUploadLock) {
       const holder = m.lock_progress ? (JSON.parse(m.lock_progress) as { session_id?: string }).session_id : undefined;
       if (!opts.sessionId || holder !== opts.sessionId) {
         throw new AppError('MAILBOX_LOCKED', undefined, { mailbox_id: mailboxId, locked_until: m.locked_until, kind: m.lock_kind, retry_after: Math.max(1, Math.ceil((Date.parse(m.locked_until!) - opts.now.getTime()) / 1000)) });

@@ -11,7 +11,8 @@ import type { LabelProvider } from './provider.ts';
 // stores it, with the row's `labeling = 'pending'`); this job gives the email at most one category
 // and marks it done. Until then the email is withheld from API keys (docs/labels.md).
 
-export const LABEL_EMAIL_TASK = 'labels.label_email';
+import { LABEL_EMAIL_TASK } from './task.ts';
+export { LABEL_EMAIL_TASK };
 
 const Payload = z.object({ email_id: z.string().min(1).max(100) });
 export type LabelEmailPayload = z.infer<typeof Payload>;

@@ -1,0 +1,57 @@
+/**
+ * Group commit: submissions that arrive while a commit runs are written together by the next one,
+ * so a burst of messages shares one transaction (and one WAL fsync on SQLite) instead of queueing
+ * for one each. When a grouped commit fails, each submission is retried alone, so one bad message
+ * never fails the others.
+ */
+export class GroupCommit<T> {
+  private waiting: { items: T[]; settle: (err?: unknown) => void }[] = [];
+  private running = false;
+
+  constructor(
+    private readonly commit: (items: T[]) => Promise<void>,
+    /** Items per transaction at most: bounds lock time and memory. */
+    private readonly maxItems = 200,
+  ) {}
+
+  submit(items: T[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ items, settle: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!this.running) void this.run();
+    });
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length) {
+        const group = [];
+        let n = 0;
+        while (this.waiting.length && (n === 0 || n + this.waiting[0]!.items.length <= this.maxItems)) {
+          const w = this.waiting.shift()!;
+          n += w.items.length;
+          group.push(w);
+        }
+        try {
+          await this.commit(group.flatMap((w) => w.items));
+          for (const w of group) w.settle();
+        } catch (err) {
+          if (group.length === 1) {
+            group[0]!.settle(err);
+            continue;
+          }
+          for (const w of group) {
+            try {
+              await this.commit(w.items);
+              w.settle();
+            } catch (e) {
+              w.settle(e);
+            }
+          }
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -1,0 +1,130 @@
+import type { Readable } from 'node:stream';
+import type { AppDeps } from '../context.ts';
+import type { DnsResolver, AuthSummary } from './authenticate.ts';
+import { authenticateMessage } from './authenticate.ts';
+import { parseMessage } from './parse.ts';
+import type { AttachmentSummary } from './parse-types.ts';
+import type { Recipient } from './recipients.ts';
+import { assertAllowance } from './recipients.ts';
+import { spamSignals } from './spam-signals.ts';
+import { storeDeliveries, type InboundDelivery } from './store.ts';
+import { BlobMismatchError } from '../blobs/blob-store.ts';
+import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { GroupCommit } from './group-commit.ts';
+
+export interface IncomingMessage {
+  body: Readable;
+  recipients: Recipient[];
+  mailFrom: string | null;
+  clientIp: string | null;
+  helo: string | null;
+}
+
+export interface ReceiveOptions {
+  resolver: DnsResolver;
+  /** Our hostname, for Authentication-Results. */
+  mta: string;
+}
+
+/**
+ * The inbound pipeline for one message: stream DATA into a blob under the recipients' size cap,
+ * parse it, check sender authentication, store the decoded parts, then store one email per
+ * mailbox in a group commit. Resolves only when everything is durable; the caller then answers 250.
+ * Throws AppError with an SMTP reply: 552 too large or over allowance, 451 on storage faults.
+ */
+export class InboundPipeline {
+  private readonly commits: GroupCommit<InboundDelivery>;
+
+  constructor(
+    private readonly deps: AppDeps,
+    private readonly opts: ReceiveOptions,
+  ) {
+    this.commits = new GroupCommit((batch) => storeDeliveries(deps, batch));
+  }
+
+  async receive(msg: IncomingMessage): Promise<string[]> {
+    const { deps } = this;
+    const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
+    let raw;
+    try {
+      raw = await deps.blobs.put(msg.body, { maxBytes });
+    } catch (err) {
+      if (err instanceof BlobMismatchError && err.tooLarge) throw new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`);
+      throw storageFault(err);
+    }
+    const receivedAt = deps.now();
+    // Recipients over the monthly byte allowance now that the size is known; if all are, refuse.
+    const accepted: Recipient[] = [];
+    let lastRefusal: unknown = null;
+    for (const r of dedupeByMailbox(msg.recipients)) {
+      try {
+        await assertAllowance(deps, r.groupId, r.limits, raw.byteSize, r.address);
+        accepted.push(r);
+      } catch (err) {
+        lastRefusal = err;
+      }
+    }
+    if (!accepted.length) throw lastRefusal;
+
+    try {
+      const bytes = await readAll(await deps.blobs.read(raw.sha256));
+      const parsed = await parseMessage(bytes, { deliveredTo: accepted[0]!.address, receivedAt });
+      const auth: AuthSummary | null = await authenticateMessage({ raw: bytes, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta, resolver: this.opts.resolver });
+      const flags = spamSignals(bytes, parsed);
+      const storedAttachments: AttachmentSummary[] = [];
+      const seen = new Set<string>();
+      for (const a of parsed.attachments) {
+        if (!seen.has(a.sha256)) await deps.blobs.putBuffer(a.content);
+        seen.add(a.sha256);
+        const { content: _content, ...summary } = a;
+        storedAttachments.push(summary);
+      }
+      const deliveries: InboundDelivery[] = [];
+      for (const r of accepted) {
+        const json = Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2));
+        deliveries.push({
+          emailId: newId('eml'),
+          mailboxId: r.mailboxId,
+          deliveredTo: r.address,
+          receivedAt,
+          raw,
+          parsed,
+          messageJson: await deps.blobs.putBuffer(json),
+          storedAttachments,
+          envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
+          auth,
+          spamFlags: flags,
+        });
+      }
+      await this.commits.submit(deliveries);
+      return deliveries.map((d) => d.emailId);
+    } catch (err) {
+      throw storageFault(err);
+    }
+  }
+}
+
+function dedupeByMailbox(recipients: Recipient[]): Recipient[] {
+  const byMailbox = new Map<string, Recipient>();
+  for (const r of recipients) if (!byMailbox.has(r.mailboxId)) byMailbox.set(r.mailboxId, r);
+  return [...byMailbox.values()];
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** Refusals keep their code (a full mailbox is the sender's problem); anything else is a 451. */
+function storageFault(err: unknown): AppError {
+  if (err instanceof AppError) {
+    if (err.code === 'STORAGE_LIMIT_REACHED' || err.code === 'FILE_LIMIT_REACHED') {
+      return new AppError('RECEIVED_BYTES_LIMIT_REACHED', 'mailbox storage is full', err.details);
+    }
+    if (err.code === 'MAILBOX_NOT_FOUND' || err.code === 'MAILBOX_ARCHIVED') return new AppError('MAILBOX_NOT_RECEIVING', 'mailbox is no longer receiving');
+    return err;
+  }
+  return new AppError('STORAGE_UNAVAILABLE', 'message could not be stored; try again later', { cause: String((err as Error)?.message ?? err).slice(0, 200) });
+}

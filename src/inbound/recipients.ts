@@ -1,0 +1,79 @@
+import type { AppDeps } from '../context.ts';
+import type { PlanLimits } from '../accounts/plans.ts';
+import { limitsFor } from '../accounts/limits.service.ts';
+import { billingGroupId } from '../accounts/accounts.service.ts';
+import { AppError } from '../errors.ts';
+import { receivedUsage } from './usage.ts';
+import { senderAllowed } from './allowlist.ts';
+
+/** A recipient accepted at RCPT time: where the message goes and what caps apply. */
+export interface Recipient {
+  /** The RCPT address as routed (lower-case). */
+  address: string;
+  mailboxId: string;
+  accountId: string;
+  groupId: string;
+  limits: PlanLimits;
+  /** Largest message this mailbox accepts. */
+  maxMessageBytes: number;
+}
+
+/** The cap when a plan sets none: the SMTP server's own size limit. */
+export const SERVER_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+const ADDRESS = /^[^\s@<>()\[\],;:"\\]{1,64}@[a-z0-9.-]{1,253}$/;
+
+/**
+ * Decides RCPT TO for one address: our mailbox (550 5.1.1 when unknown on our domains, 550 5.7.1
+ * for other domains: never an open relay), receiving state, account state, sender allowlist, and
+ * the monthly received allowances (452 count, 552 bytes). Throws AppError with an `smtp` reply.
+ */
+export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: string | null, declaredSize: number | null): Promise<Recipient> {
+  const address = rcpt.trim().toLowerCase();
+  if (!ADDRESS.test(address)) throw new AppError('RECIPIENT_UNKNOWN', `${rcpt.slice(0, 100)}: not a valid mailbox address`);
+  const domain = address.slice(address.lastIndexOf('@') + 1);
+  const row = await deps.db
+    .selectFrom('email_addresses')
+    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
+    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+    .select([
+      'email_addresses.role', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
+      'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
+      'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
+    ])
+    .where('email_addresses.address', '=', address)
+    .executeTakeFirst();
+  if (!row) {
+    if (!(await isOurDomain(deps, domain))) throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
+    throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
+  }
+  if (row.role === 'retired' || row.deleted_at) throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
+  if (row.archived_at) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: mailbox is archived`, { reason: 'archived' });
+  if (!row.receiving_enabled) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: receiving is disabled${row.receiving_blocked_reason ? ` (${row.receiving_blocked_reason})` : ''}`, { reason: row.receiving_blocked_reason ?? 'disabled' });
+  if (row.suspended_at) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: account is suspended`, { reason: 'account_suspended' });
+  if (row.status === 'read_only') throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: account is read-only`, { reason: 'account_read_only' });
+  if (row.allowlist_enabled && !senderAllowed(JSON.parse(row.allowlist_entries) as string[], mailFrom)) {
+    throw new AppError('SENDER_NOT_ALLOWED', `${address}: sender is not on this mailbox's allowlist`);
+  }
+  const limits = limitsFor(row);
+  const groupId = billingGroupId({ id: row.account_id, parent_account_id: row.parent_account_id });
+  const maxMessageBytes = Math.min(limits.max_received_email_message_bytes ?? SERVER_MAX_MESSAGE_BYTES, SERVER_MAX_MESSAGE_BYTES);
+  if (declaredSize !== null && declaredSize > maxMessageBytes) throw new AppError('MESSAGE_TOO_LARGE', `${address}: message size ${declaredSize} exceeds the limit of ${maxMessageBytes} bytes`);
+  await assertAllowance(deps, groupId, limits, declaredSize ?? 0, address);
+  return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes };
+}
+
+/** The monthly received-mail allowances of the billing group (shared by its mailboxes). */
+export async function assertAllowance(deps: AppDeps, groupId: string, limits: PlanLimits, incomingBytes: number, address: string): Promise<void> {
+  const used = await receivedUsage(deps.db, groupId, deps.now());
+  const maxCount = limits.max_received_emails_per_month;
+  if (maxCount !== null && used.count >= maxCount) throw new AppError('RECEIVED_EMAIL_LIMIT_REACHED', `${address}: monthly received-email allowance used up`, { limit: 'max_received_emails_per_month', max: maxCount });
+  const maxBytes = limits.max_received_email_bytes_per_month;
+  if (maxBytes !== null && used.bytes + incomingBytes > maxBytes) throw new AppError('RECEIVED_BYTES_LIMIT_REACHED', `${address}: monthly received-email storage allowance used up`, { limit: 'max_received_email_bytes_per_month', max: maxBytes });
+}
+
+async function isOurDomain(deps: AppDeps, domain: string): Promise<boolean> {
+  if (domain === deps.config.mailDomain) return true;
+  const hit = await deps.db.selectFrom('email_addresses').select('id').where('domain', '=', domain).limit(1).executeTakeFirst();
+  return !!hit;
+}

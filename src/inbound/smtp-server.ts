@@ -1,0 +1,122 @@
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import type { AppDeps } from '../context.ts';
+import { AppError, ERROR_CATALOGUE } from '../errors.ts';
+import type { DnsResolver } from './authenticate.ts';
+import { InboundPipeline } from './receive.ts';
+import { resolveRecipient, SERVER_MAX_MESSAGE_BYTES, type Recipient } from './recipients.ts';
+
+export interface SmtpOptions {
+  /** Name in the greeting, EHLO reply and Authentication-Results. */
+  hostname: string;
+  resolver: DnsResolver;
+  tls?: { key: Buffer; cert: Buffer };
+  log: { error: (obj: unknown, msg: string) => void; warn: (obj: unknown, msg: string) => void };
+}
+
+interface Transaction {
+  recipients: Recipient[];
+}
+
+const MAX_RECIPIENTS = 100;
+/** Refused recipients per connection before we stop answering (address harvesting). */
+const MAX_REFUSALS = 25;
+const MAX_CLIENTS = 500;
+
+/**
+ * The inbound SMTP adapter: ESMTP with SIZE, 8BITMIME, SMTPUTF8, PIPELINING and STARTTLS when a
+ * certificate is configured; no AUTH (receiving only, never a relay). Decisions are made by the
+ * inbound services; this file only translates them into SMTP replies.
+ */
+export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
+  const pipeline = new InboundPipeline(deps, { resolver: opts.resolver, mta: opts.hostname });
+  const transactions = new WeakMap<SMTPServerSession, Transaction>();
+  const refusals = new Map<string, number>();
+
+  const server = new SMTPServer({
+    name: opts.hostname,
+    banner: 'Cubby ESMTP',
+    size: SERVER_MAX_MESSAGE_BYTES,
+    authOptional: true,
+    disabledCommands: opts.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    hideSTARTTLS: !opts.tls,
+    ...(opts.tls ? { key: opts.tls.key, cert: opts.tls.cert } : {}),
+    disableReverseLookup: true,
+    maxClients: MAX_CLIENTS,
+    maxRecipients: MAX_RECIPIENTS,
+    socketTimeout: 60_000,
+    closeTimeout: 10_000,
+    logger: false,
+
+    onConnect(session, cb) {
+      refusals.set(session.id, 0);
+      cb();
+    },
+    onClose(session) {
+      refusals.delete(session.id);
+    },
+    onMailFrom(_address, session, cb) {
+      transactions.set(session, { recipients: [] });
+      cb();
+    },
+    onRcptTo(address, session, cb) {
+      if ((refusals.get(session.id) ?? 0) >= MAX_REFUSALS) return cb(smtpError(421, '4.7.0', 'too many refused recipients; closing'));
+      const tx = transactions.get(session) ?? { recipients: [] };
+      transactions.set(session, tx);
+      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address || null : null;
+      const args = session.envelope.mailFrom ? (session.envelope.mailFrom.args as Record<string, string> | false) : false;
+      const size = (args && Number(args.SIZE)) || null;
+      resolveRecipient(deps, address.address, mailFrom, size).then(
+        (r) => {
+          tx.recipients.push(r);
+          cb();
+        },
+        (err) => {
+          refusals.set(session.id, (refusals.get(session.id) ?? 0) + 1);
+          cb(toSmtpError(err, opts));
+        },
+      );
+    },
+    onData(stream, session, cb) {
+      const tx = transactions.get(session);
+      transactions.delete(session);
+      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address || null : null;
+      const finish = async (err: unknown, ids?: string[]) => {
+        if (err) await drain(stream);
+        if (err) cb(toSmtpError(err, opts));
+        else cb(null, `2.0.0 Ok: stored ${ids!.join(' ')}`);
+      };
+      if (!tx?.recipients.length) return void finish(new AppError('RECIPIENT_UNKNOWN', 'no valid recipients'));
+      pipeline
+        .receive({ body: stream, recipients: tx.recipients, mailFrom, clientIp: session.remoteAddress ?? null, helo: session.hostNameAppearsAs ?? null })
+        .then((ids) => finish(null, ids), (err) => finish(err));
+    },
+  });
+  server.on('error', (err) => opts.log.warn({ err: { message: err.message, code: (err as NodeJS.ErrnoException).code } }, 'smtp connection error'));
+  return server;
+}
+
+/** Reads and discards the rest of DATA so that the reply lines up with the client's stream. */
+async function drain(stream: Readable): Promise<void> {
+  if (stream.readableEnded || stream.destroyed) return;
+  stream.resume();
+  await once(stream, 'end').catch(() => undefined);
+}
+
+function smtpError(code: number, enhanced: string, text: string): Error & { responseCode: number } {
+  return Object.assign(new Error(`${enhanced} ${text}`.replace(/[\r\n]+/g, ' ')), { responseCode: code });
+}
+
+/** Maps the catalogue's `smtp` replies; anything unexpected is a temporary failure (451). */
+function toSmtpError(err: unknown, opts: SmtpOptions): Error & { responseCode: number } {
+  if (err instanceof AppError) {
+    const entry = ERROR_CATALOGUE[err.code] as { smtp?: { code: number; enhanced: string } };
+    if (entry.smtp) return smtpError(entry.smtp.code, entry.smtp.enhanced, err.message);
+    opts.log.error({ code: err.code }, 'inbound refusal without an SMTP reply');
+    return smtpError(451, '4.3.0', 'temporary failure; try again later');
+  }
+  if (typeof (err as { responseCode?: number })?.responseCode === 'number') return err as Error & { responseCode: number };
+  opts.log.error({ err: String((err as Error)?.stack ?? err).slice(0, 2000) }, 'inbound failure');
+  return smtpError(451, '4.3.0', 'temporary failure; try again later');
+}

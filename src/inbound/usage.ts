@@ -1,0 +1,25 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import type { Dialect } from '../db/database.ts';
+
+/** The UTC month a receipt counts in, e.g. `2026-11`. */
+export function usagePeriod(at: Date): string {
+  return at.toISOString().slice(0, 7);
+}
+
+/** Counts one received message of `bytes` for each scope (a mailbox id, a billing group id). */
+export async function addReceivedUsage(trx: Kysely<DB>, _dialect: Dialect, scopes: string[], at: Date, bytes: number): Promise<void> {
+  const period = usagePeriod(at);
+  for (const scope_id of scopes) {
+    await trx
+      .insertInto('received_usage')
+      .values({ scope_id, period, count: 1, bytes })
+      .onConflict((oc) => oc.columns(['scope_id', 'period']).doUpdateSet((eb) => ({ count: eb('received_usage.count', '+', 1), bytes: eb('received_usage.bytes', '+', bytes) })))
+      .execute();
+  }
+}
+
+export async function receivedUsage(db: Kysely<DB>, scopeId: string, at: Date): Promise<{ count: number; bytes: number }> {
+  const row = await db.selectFrom('received_usage').select(['count', 'bytes']).where('scope_id', '=', scopeId).where('period', '=', usagePeriod(at)).executeTakeFirst();
+  return { count: Number(row?.count ?? 0), bytes: Number(row?.bytes ?? 0) };
+}
