@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import nodemailer from 'nodemailer';
+import { describeEachDatabase, startTestApp, type TestApp, type TestUser } from './harness.ts';
+import { mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
+
+const run = promisify(execFile);
+const hasSwaks = await run('swaks', ['--version']).then(() => true, () => false);
+
+async function files(app: TestApp, user: TestUser, mailboxId: string): Promise<string[]> {
+  const res = await app.request('GET', `/v1/mailboxes/${mailboxId}/files`, { key: user.key, query: { limit: 100 } });
+  expect(res.status).toBe(200);
+  return res.body.data.files.map((f: { path: string }) => f.path).sort();
+}
+
+async function mailbox(app: TestApp, user: TestUser, id: string) {
+  const res = await app.request('GET', `/v1/mailboxes/${id}`, { key: user.key });
+  return res.body.data.mailbox;
+}
+
+async function emailRow(app: TestApp, id: string) {
+  return app.started.deps.db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+describeEachDatabase('inbound SMTP', (app) => {
+  it('greets and advertises SIZE, 8BITMIME, SMTPUTF8 and PIPELINING, with no AUTH and no STARTTLS without a certificate', async () => {
+    const [greeting, ehlo] = await smtpDialogue(app(), ['EHLO client.example']);
+    expect(greeting).toMatch(/^220 /);
+    expect(ehlo).toMatch(/250[- ]SIZE \d+/);
+    for (const ext of ['8BITMIME', 'SMTPUTF8', 'PIPELINING']) expect(ehlo).toContain(ext);
+    expect(ehlo).not.toMatch(/AUTH|STARTTLS/);
+  });
+
+  it('stores a message sent with nodemailer as files and an email row, and counts it', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const sent = await sendMail(app(), {
+      from: 'Ann Example <ann@example.com>',
+      to: box.address,
+      subject: 'Quarterly report',
+      text: 'Numbers attached.',
+      attachments: [{ filename: 'report.csv', content: 'a,b\n1,2\n', contentType: 'text/csv' }],
+      messageId: '<report-1@example.com>',
+    });
+    expect(sent.response).toMatch(/^250 2\.0\.0 /);
+    expect(sent.emailIds).toHaveLength(1);
+    const id = sent.emailIds[0]!;
+    const dir = `_email/${new Date().toISOString().slice(0, 10).replaceAll('-', '/')}/${id}`;
+    expect(await files(app(), user, box.id)).toEqual([`${dir}/attachments/report.csv`, `${dir}/message.eml`, `${dir}/message.json`]);
+
+    const row = await emailRow(app(), id);
+    expect(row).toMatchObject({ mailbox_id: box.id, direction: 'received', subject: 'Quarterly report', message_id: 'report-1@example.com', delivered_to: box.address, body_status: 'complete', attachment_count: 1, omitted_attachment_count: 0, conversation_id: id, sender_address: 'ann@example.com' });
+    expect(JSON.parse(row.from_addresses)).toEqual([{ address: 'ann@example.com', name: 'Ann Example' }]);
+
+    const json = await app().request('GET', `/v1/mailboxes/${box.id}/files/by_path`, { key: user.key, query: { path: `${dir}/message.json` } });
+    expect(json.status).toBe(200);
+    const m = await mailbox(app(), user, box.id);
+    expect(m.email).toMatchObject({ message_count: 1, unread_count: 1 });
+    expect(m.email.last_received_at).toBe(row.received_at);
+    const bucket = await app().request('GET', `/api/v1/buckets/${box.id}`, { key: user.key });
+    expect(bucket.body.data.bucket.inbound_email).toMatchObject({ received_count: 1, last_received_path: dir });
+  });
+
+  it.skipIf(!hasSwaks)('stores a message sent with swaks', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const note = path.join(app().dataDir, 'note.txt');
+    fs.writeFileSync(note, 'attached by swaks\n');
+    const { stdout } = await run('swaks', ['--server', '127.0.0.1', '--port', String(app().started.ports.smtp), '--to', box.address, '--from', 'ops@example.org', '--header', 'Subject: from swaks', '--body', 'swaks body', '--attach-type', 'text/plain', '--attach', `@${note}`], { timeout: 20_000 });
+    const id = /eml_[A-Za-z0-9]+/.exec(String(stdout))?.[0];
+    expect(id, String(stdout)).toBeTruthy();
+    const row = await emailRow(app(), id!);
+    expect(row).toMatchObject({ subject: 'from swaks', sender_address: 'ops@example.org', mailbox_id: box.id, attachment_count: 1 });
+  });
+
+  it('refuses unknown addresses on our domain with 550 5.1.1 and other domains with 550 5.7.1 (never a relay)', async () => {
+    const r = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<a@example.com>', 'RCPT TO:<nobody-zzzz@mail.localhost>', 'RCPT TO:<victim@gmail.com>', 'DATA', 'QUIT']);
+    expect(r[3]).toMatch(/^550 5\.1\.1 /);
+    expect(r[4]).toMatch(/^550 5\.7\.1 .*relay/);
+    expect(r[5]).toMatch(/^503 /);
+  });
+
+  it('refuses archived mailboxes and mailboxes with receiving disabled with 550 and the reason', async () => {
+    const user = await app().user();
+    const archived = await mailboxWithAddress(app(), user);
+    expect((await app().request('POST', `/v1/mailboxes/${archived.id}/archive`, { key: user.key, body: {} })).status).toBe(200);
+    const disabled = await mailboxWithAddress(app(), user);
+    await app().started.deps.db.updateTable('mailboxes').set({ receiving_enabled: 0, receiving_blocked_reason: 'abuse_review' }).where('id', '=', disabled.id).execute();
+    const r = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${archived.address}>`, `RCPT TO:<${disabled.address}>`, 'QUIT']);
+    expect(r[3]).toMatch(/^550 5\.2\.1 .*archived/);
+    expect(r[4]).toMatch(/^550 5\.2\.1 .*abuse_review/);
+  });
+
+  it('enforces the sender allowlist when enabled (addresses and domains)', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    await app().started.deps.db.updateTable('mailboxes').set({ allowlist_enabled: 1, allowlist_entries: JSON.stringify(['boss@example.com', '@trusted.org']) }).where('id', '=', box.id).execute();
+    expect((await sendMail(app(), { from: 'boss@example.com', to: box.address })).emailIds).toHaveLength(1);
+    expect((await sendMail(app(), { from: 'anyone@trusted.org', to: box.address })).emailIds).toHaveLength(1);
+    const r = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<stranger@example.com>', `RCPT TO:<${box.address}>`, 'MAIL FROM:<>', 'QUIT']);
+    expect(r[3]).toMatch(/^550 5\.7\.1 .*allowlist/);
+  });
+
+  it('answers 452 when the monthly count is used up and 552 for a declared size over the cap', async () => {
+    const user = await app().user(); // free plan
+    const box = await mailboxWithAddress(app(), user);
+    const period = new Date().toISOString().slice(0, 7);
+    await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 2_000, bytes: 0 }).execute();
+    const r = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${box.address}>`, 'QUIT']);
+    expect(r[3]).toMatch(/^452 4\.2\.2 /);
+
+    const other = await app().user();
+    const box2 = await mailboxWithAddress(app(), other);
+    const big = await smtpDialogue(app(), ['EHLO c', `MAIL FROM:<a@example.com> SIZE=${30 * 1024 * 1024}`, `RCPT TO:<${box2.address}>`, 'QUIT']);
+    expect(big[3]).toMatch(/^552 5\.3\.4 /);
+  });
+
+  it('stores one message to several mailboxes once per mailbox (primary address twice counts once)', async () => {
+    const user = await app().user();
+    const a = await mailboxWithAddress(app(), user);
+    const b = await mailboxWithAddress(app(), user);
+    const sent = await sendMail(app(), { to: [a.address, b.address, a.address.toUpperCase()], subject: 'to both' });
+    expect(sent.emailIds).toHaveLength(2);
+    const rows = await app().started.deps.db.selectFrom('emails').select(['mailbox_id', 'delivered_to']).where('id', 'in', sent.emailIds).execute();
+    expect(rows.map((r) => r.mailbox_id).sort()).toEqual([a.id, b.id].sort());
+    expect((await mailbox(app(), user, a.id)).email.message_count).toBe(1);
+  });
+
+  it('links replies into one conversation, also when the first message was never received', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const root = await sendMail(app(), { to: box.address, subject: 'Plan', messageId: '<root-1@example.com>' });
+    const reply = await sendMail(app(), { to: box.address, subject: 'Re: Plan', messageId: '<reply-1@example.com>', inReplyTo: '<root-1@example.com>', references: '<root-1@example.com>' });
+    const other1 = await sendMail(app(), { to: box.address, subject: 'Re: Elsewhere', inReplyTo: '<unseen@example.com>', references: '<unseen@example.com>' });
+    const other2 = await sendMail(app(), { to: box.address, subject: 'Re: Elsewhere', inReplyTo: '<unseen-2@example.com>', references: ['<unseen@example.com>', '<unseen-2@example.com>'] });
+    const fresh = await sendMail(app(), { to: box.address, subject: 'New topic' });
+    const conv = async (id: string) => (await emailRow(app(), id)).conversation_id;
+    expect(await conv(reply.emailIds[0]!)).toBe(root.emailIds[0]);
+    expect(await conv(other2.emailIds[0]!)).toBe(other1.emailIds[0]);
+    expect(await conv(fresh.emailIds[0]!)).toBe(fresh.emailIds[0]);
+  });
+
+  it('keeps receiving while a batch upload holds the mailbox write lock', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const session = await app().request('POST', `/api/v1/buckets/${box.id}/upload_sessions`, { key: user.key, body: { client_session_key: 'lock-test-1', expected_file_count: 1 } });
+    expect([200, 201]).toContain(session.status);
+    const sent = await sendMail(app(), { to: box.address, subject: 'during upload' });
+    expect(sent.emailIds).toHaveLength(1);
+  });
+
+  it('assigns increasing arrival numbers under concurrency, with exact counters', async () => {
+    const user = await app().user({ plan: 'paid' });
+    const box = await mailboxWithAddress(app(), user);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => sendMail(app(), { to: box.address, subject: `burst ${i}` })));
+    expect(results.every((r) => r.emailIds.length === 1)).toBe(true);
+    const rows = await app().started.deps.db.selectFrom('emails').select('seq').where('mailbox_id', '=', box.id).orderBy('seq').execute();
+    expect(rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    const m = await mailbox(app(), user, box.id);
+    expect(m.email).toMatchObject({ message_count: 12, unread_count: 12 });
+    expect(m.files_count).toBe(24); // message.eml + message.json each
+  });
+});
+
+describe('inbound SMTP with a certificate', () => {
+  it('offers STARTTLS and receives over TLS', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-tls-'));
+    const key = path.join(dir, 'key.pem');
+    const cert = path.join(dir, 'cert.pem');
+    await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=mail.localhost']);
+    const app = await startTestApp('sqlite', { CUBBY_SMTP_TLS_KEY: key, CUBBY_SMTP_TLS_CERT: cert });
+    try {
+      const [, ehlo] = await smtpDialogue(app, ['EHLO c']);
+      expect(ehlo).toContain('STARTTLS');
+      const user = await app.user();
+      const box = await mailboxWithAddress(app, user);
+      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: app.started.ports.smtp!, requireTLS: true, tls: { rejectUnauthorized: false } });
+      const info = await transport.sendMail({ from: 'a@example.com', to: box.address, subject: 'over tls', text: 'secret' });
+      transport.close();
+      expect(info.response).toMatch(/^250 .*eml_/);
+    } finally {
+      await app.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
