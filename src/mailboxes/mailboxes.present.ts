@@ -96,7 +96,7 @@ export function presentMailbox(ctx: RequestCtx, m: MailboxRow, perms: Permission
 /** BucketInboundEmail: activity fields always; address and state only when asked with write access. */
 export function presentInboundEmail(m: MailboxRow, access: AccountAccess, full: boolean) {
   const activity = {
-    received_count: Number(m.message_count),
+    received_count: Number(m.received_this_month ?? 0),
     monthly_limit: limitsFor(access.account).max_received_emails_per_month,
     last_received_path: m.last_received_path,
   };

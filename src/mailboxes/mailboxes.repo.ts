@@ -1,18 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { DB, MailboxesTable } from '../db/schema.ts';
+import { usagePeriod } from '../inbound/usage.ts';
 
 export interface MailboxRow extends MailboxesTable {
   address: string | null;
   email_username: string | null;
+  /** Messages received this UTC month (surface A `received_count`). */
+  received_this_month: number | null;
 }
 
 /** Mailboxes with their current primary address. Deleted mailboxes are never returned. */
-export function mailboxQuery(db: Kysely<DB>) {
+export function mailboxQuery(db: Kysely<DB>, at: Date = new Date()) {
   return db
     .selectFrom('mailboxes')
     .leftJoin('email_addresses', (j) => j.onRef('email_addresses.mailbox_id', '=', 'mailboxes.id').on('email_addresses.role', '=', 'primary'))
+    .leftJoin('received_usage', (j) => j.onRef('received_usage.scope_id', '=', 'mailboxes.id').on('received_usage.period', '=', usagePeriod(at)))
     .selectAll('mailboxes')
-    .select(['email_addresses.address as address', 'email_addresses.username as email_username'])
+    .select(['email_addresses.address as address', 'email_addresses.username as email_username', 'received_usage.count as received_this_month'])
     .where('mailboxes.deleted_at', 'is', null);
 }
 
