@@ -14,6 +14,7 @@ import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
 import { registerFileRoutesR } from '../files/files.routes.ts';
+import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
@@ -110,6 +111,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerAccountRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);
+      registerEmailRoutesR(r as any);
       registerUploadSessionRoutesR(r as any);
     },
     { prefix: '/v1' },
