@@ -1,3 +1,4 @@
+import { assertEmailContentReadable } from './withheld.ts';
 import type { Kysely } from 'kysely';
 import type { DB, EmailsTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
@@ -136,9 +137,7 @@ export async function deleteEmail(ctx: RequestCtx, input: { accountId?: string |
 
 /** Downloads of a withheld email: pending → 503 with Retry-After, Junk → 403 (API keys only). */
 function assertDownloadable(ctx: RequestCtx, email: EmailsTable) {
-  if (!viewerOf(ctx).apiKey) return;
-  if (labelingPending(email)) throw pendingError(ctx, email);
-  if (isJunk(email)) throw new AppError('EMAIL_WITHHELD', undefined, { email_id: email.id });
+  assertEmailContentReadable(ctx, email);
 }
 
 type DownloadInput = { accountId?: string | null; mailboxId: string; emailId: string };

@@ -1,3 +1,4 @@
+import { assertEmailFileReadable } from '../emails/withheld.ts';
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -63,6 +64,7 @@ export function registerBucketFileRoutesA(app: App) {
       const file = await findFileByPath(req.ctx.db, mailbox.id, p.path);
       const v = file?.current_version_id ? await req.ctx.db.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id).executeTakeFirst() : undefined;
       if (!file || !v?.sha256) throw new AppError('MAILBOX_FILE_NOT_FOUND', `No file at ${p.path}.`, { path: p.path });
+      await assertEmailFileReadable(req.ctx, mailbox.id, file.path);
       reply
         .type(v.mime_type)
         .header('content-length', String(v.byte_size))

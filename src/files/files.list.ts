@@ -1,3 +1,4 @@
+import { notWithheldEmailFile } from '../emails/withheld.ts';
 import { sql, type SqlBool } from 'kysely';
 import type { FilesTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
@@ -13,6 +14,8 @@ export async function listFiles(ctx: RequestCtx, input: { accountId?: string | n
   const filters = { mailbox: mailbox.id, q: q ?? null, folder: folder ?? null };
   let query = ctx.db.selectFrom('files').selectAll().where('mailbox_id', '=', mailbox.id).where('deleted_at', 'is', null);
   if (folder !== undefined) query = query.where('folder', '=', folder);
+  // API keys do not see the files of withheld emails (still being labeled, or Junk).
+  if (ctx.actor.apiKeyId) query = query.where((eb) => eb.or([sql<SqlBool>`substr(path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
   if (q) {
     const pattern = `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     query = query.where(sql<SqlBool>`lower(path) like ${pattern} escape '\\'`);

@@ -1,3 +1,4 @@
+import { assertEmailFileReadable } from '../emails/withheld.ts';
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -137,6 +138,7 @@ export function registerFileRoutesR(app: App) {
       const p = cleanPath(req.query.path, 'path', { allowEmail: true });
       const file = await findFileByPath(req.ctx.db, mailbox.id, p.path);
       if (!file) throw new AppError('MAILBOX_FILE_NOT_FOUND', `No file at ${p.path}.`, { path: p.path });
+      await assertEmailFileReadable(req.ctx, mailbox.id, file.path);
       return { success: true, data: { file: await presentOneFile(req.ctx.db, file) } };
     },
   );

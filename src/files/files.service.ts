@@ -1,3 +1,4 @@
+import { assertEmailFileReadable } from '../emails/withheld.ts';
 import type { FileRole, FilesTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
 import { AppError, invalidArgument } from '../errors.ts';
@@ -121,6 +122,7 @@ export async function loadFile(ctx: RequestCtx, accountId: string | null | undef
   const loaded = await loadMailbox(ctx, accountId, mailboxId, need);
   const file = /^df_[A-Za-z0-9]{1,64}$/.test(fileId) ? await findLiveFile(ctx.db, loaded.mailbox.id, fileId) : undefined;
   if (!file) throw new AppError('MAILBOX_FILE_NOT_FOUND', undefined, { file_id: fileId });
+  await assertEmailFileReadable(ctx, loaded.mailbox.id, file.path);
   return { loaded, file };
 }
 
