@@ -106,6 +106,7 @@ function serverFigures(pid: number, cpu0: { all: number; main: number }, run: Lo
     cpu_s: cpu.all,
     cpu_main_thread_s: cpu.main_thread,
     cpu_ms_per_msg: run.accepted ? round((cpu.all * 1000) / run.accepted, 2) : null,
+    cpu_main_thread_ms_per_msg: run.accepted ? round((cpu.main_thread * 1000) / run.accepted, 2) : null,
     // Above 1 s per second: libuv's pool, GC and SQLite threads beside the event loop.
     cpu_cores_busy: round(cpu.all / run.seconds, 2),
   };
@@ -138,7 +139,9 @@ function figures(run: LoadResult, bytes: number, server: ReturnType<typeof serve
 async function storedCount(api: ReturnType<typeof client>, ids: string[]) {
   let sum = 0;
   await inParallel(ids, 4, async (id) => {
-    sum += Number((await api('GET', `/v1/mailboxes/${id}`)).data.mailbox.email.message_count);
+    // Read first, then add: `sum += await …` would read `sum` before the await and lose updates.
+    const count = Number((await api('GET', `/v1/mailboxes/${id}`)).data.mailbox.email.message_count);
+    sum += count;
   });
   return sum;
 }
@@ -160,7 +163,8 @@ async function cubby(runDir: string, setServer: (s: ServeProcess) => void) {
   await waitPort('127.0.0.1', smtpPort);
   const target: Target = { name: 'cubby', host: '127.0.0.1', port: smtpPort, pid: server.pid };
   if (process.env.HOLD) {
-    log(`holding; from another shell:\n  EXTRA_SMTP=127.0.0.1:${smtpPort} EXTRA_NAME=cubby EXTRA_PID=${server.pid} RCPT=${boxes[0]!.address} /work/shared/bench/smtp-peers.sh\nCtrl-C to stop`);
+    // PEERS=smtp_sink: the script sends every peer the same RCPT, and Haraka's host_list refuses Cubby's domain.
+    log(`holding; from another shell:\n  PEERS=smtp_sink EXTRA_SMTP=127.0.0.1:${smtpPort} EXTRA_NAME=cubby EXTRA_PID=${server.pid} RCPT=${boxes[0]!.address} /work/shared/bench/smtp-peers.sh\nCtrl-C to stop`);
     await new Promise(() => undefined);
   }
   const { run, warmup, figures: f } = await measure(target, boxes.map((b) => b.address));
