@@ -11,6 +11,11 @@ import * as m0003 from './migrations/0003_files.ts';
 import * as m0004 from './migrations/0004_upload_sessions.ts';
 import * as m0005 from './migrations/0005_jobs.ts';
 import * as m0006 from './migrations/0006_emails.ts';
+import * as m0007 from './migrations/0007_webhooks_live.ts';
+import * as m0008 from './migrations/0008_sending.ts';
+import * as m0009 from './migrations/0009_addresses_domains.ts';
+import * as m0010 from './migrations/0010_publishing.ts';
+import * as m0011 from './migrations/0011_agent_access.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -29,6 +34,11 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004_upload_sessions': m0004,
   '0005_jobs': m0005,
   '0006_emails': m0006,
+  '0007_webhooks_live': m0007,
+  '0008_sending': m0008,
+  '0009_addresses_domains': m0009,
+  '0010_publishing': m0010,
+  '0011_agent_access': m0011,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
