@@ -6,7 +6,7 @@ import path from 'node:path';
 import os from 'node:os';
 import nodemailer from 'nodemailer';
 import { describeEachDatabase, startTestApp, type TestApp, type TestUser } from './harness.ts';
-import { mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
+import { labelNow, mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
 
 const run = promisify(execFile);
 const hasSwaks = await run('swaks', ['--version']).then(() => true, () => false);
@@ -50,6 +50,9 @@ describeEachDatabase('inbound SMTP', (app) => {
     expect(sent.emailIds).toHaveLength(1);
     const id = sent.emailIds[0]!;
     const dir = `_email/${new Date().toISOString().slice(0, 10).replaceAll('-', '/')}/${id}`;
+    // Withheld from API keys until the labeler ran.
+    expect(await files(app(), user, box.id)).toEqual([]);
+    await labelNow(app());
     expect(await files(app(), user, box.id)).toEqual([`${dir}/attachments/report.csv`, `${dir}/message.eml`, `${dir}/message.json`]);
 
     const row = await emailRow(app(), id);
