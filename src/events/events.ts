@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
-import type { DB } from '../db/schema.ts';
+import type { DB, EventsTable } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 
@@ -13,13 +13,26 @@ export interface NewEvent {
   data: Record<string, unknown>;
 }
 
-/**
- * Records an event in the transaction of the change it reports (the outbox): webhook deliveries
- * and the live channel read it after commit, so nothing is announced that did not happen.
- */
-export async function recordEvent(_deps: AppDeps, trx: Kysely<DB>, e: NewEvent): Promise<string> {
+/** The stored event, its payload being the webhook body `{id, type, created_at, data}`. */
+export function eventRow(e: NewEvent): EventsTable {
   const id = newId('evt');
   const body = { id, type: e.type, created_at: iso(e.at), data: e.data };
-  await trx.insertInto('events').values({ id, type: e.type, account_id: e.accountId, mailbox_id: e.mailboxId, payload: JSON.stringify(body), created_at: iso(e.at) }).execute();
-  return id;
+  return { id, type: e.type, account_id: e.accountId, mailbox_id: e.mailboxId, payload: JSON.stringify(body), created_at: iso(e.at) };
+}
+
+/**
+ * Records events in the transaction of the change they report (the outbox): webhook deliveries
+ * and the live channel read them after commit, so nothing is announced that did not happen.
+ * One call per transaction with all of its events (a group commit stores many emails at once).
+ */
+export async function recordEvents(_deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[]): Promise<void> {
+  if (!rows.length) return;
+  for (let i = 0; i < rows.length; i += 1000) await trx.insertInto('events').values(rows.slice(i, i + 1000)).execute();
+}
+
+/** One event; see recordEvents. */
+export async function recordEvent(deps: AppDeps, trx: Kysely<DB>, e: NewEvent): Promise<string> {
+  const row = eventRow(e);
+  await recordEvents(deps, trx, [row]);
+  return row.id;
 }

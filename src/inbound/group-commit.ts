@@ -25,6 +25,8 @@ export class GroupCommit<T> {
     this.running = true;
     try {
       while (this.waiting.length) {
+        // Let I/O that already finished (other messages' blob fsyncs) join this group.
+        await new Promise((r) => setImmediate(r));
         const group = [];
         let n = 0;
         while (this.waiting.length && (n === 0 || n + this.waiting[0]!.items.length <= this.maxItems)) {

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import type { AppDeps } from '../context.ts';
 import type { DnsResolver, AuthSummary } from './authenticate.ts';
 import { authenticateMessage } from './authenticate.ts';
@@ -47,9 +47,22 @@ export class InboundPipeline {
     const { deps } = this;
     const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
     let raw;
+    // Keep the bytes while they stream to the store: parsing and authentication need them, and
+    // reading them back would cost another open and read per message.
+    const chunks: Buffer[] = [];
+    const tee = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        chunks.push(chunk);
+        cb(null, chunk);
+      },
+    });
+    msg.body.on('error', (err) => tee.destroy(err));
     try {
-      raw = await deps.blobs.put(msg.body, { maxBytes });
+      raw = await deps.blobs.put(msg.body.pipe(tee), { maxBytes });
     } catch (err) {
+      // The store stopped reading: detach so that the caller can drain the rest of DATA.
+      msg.body.unpipe(tee);
+      chunks.length = 0;
       if (err instanceof BlobMismatchError && err.tooLarge) throw new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`);
       throw storageFault(err);
     }
@@ -68,21 +81,17 @@ export class InboundPipeline {
     if (!accepted.length) throw lastRefusal;
 
     try {
-      const bytes = await readAll(await deps.blobs.read(raw.sha256));
+      const bytes = Buffer.concat(chunks);
       const parsed = await parseMessage(bytes, { deliveredTo: accepted[0]!.address, receivedAt });
       const auth: AuthSummary | null = await authenticateMessage({ raw: bytes, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta, resolver: this.opts.resolver });
       const flags = spamSignals(bytes, parsed);
-      const storedAttachments: AttachmentSummary[] = [];
-      const seen = new Set<string>();
-      for (const a of parsed.attachments) {
-        if (!seen.has(a.sha256)) await deps.blobs.putBuffer(a.content);
-        seen.add(a.sha256);
-        const { content: _content, ...summary } = a;
-        storedAttachments.push(summary);
-      }
+      const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
+      const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
+      const jsonOf = (r: Recipient) => Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2));
+      // Every blob of the message is written (and fsynced) in parallel.
+      const [jsons] = await Promise.all([Promise.all(accepted.map((r) => deps.blobs.putBuffer(jsonOf(r)))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
       const deliveries: InboundDelivery[] = [];
-      for (const r of accepted) {
-        const json = Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2));
+      for (const [i, r] of accepted.entries()) {
         deliveries.push({
           emailId: newId('eml'),
           mailboxId: r.mailboxId,
@@ -90,7 +99,7 @@ export class InboundPipeline {
           receivedAt,
           raw,
           parsed,
-          messageJson: await deps.blobs.putBuffer(json),
+          messageJson: jsons[i]!,
           storedAttachments,
           envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
           auth,
@@ -109,12 +118,6 @@ function dedupeByMailbox(recipients: Recipient[]): Recipient[] {
   const byMailbox = new Map<string, Recipient>();
   for (const r of recipients) if (!byMailbox.has(r.mailboxId)) byMailbox.set(r.mailboxId, r);
   return [...byMailbox.values()];
-}
-
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
 }
 
 /** Refusals keep their code (a full mailbox is the sender's problem); anything else is a 451. */

@@ -1,21 +1,22 @@
 import type { Kysely } from 'kysely';
-import type { AppDeps, Actor } from '../context.ts';
-import type { DB, EmailsTable } from '../db/schema.ts';
+import type { AppDeps } from '../context.ts';
+import type { AccountsTable, DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AuthSummary } from './authenticate.ts';
 import type { AttachmentSummary, ParsedEmail } from './parse-types.ts';
-import { MailboxChange } from '../files/mailbox-change.ts';
-import { checkContentLimits, writeFileVersion, type GroupUsage } from '../files/files.write.ts';
+import type { PlanLimits } from '../accounts/plans.ts';
+import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
 import { groupUsage } from '../files/files.repo.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
-import { recordEvent } from '../events/events.ts';
+import { eventRow, recordEvents } from '../events/events.ts';
 import { LABEL_EMAIL_TASK } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 import { addReceivedUsage } from './usage.ts';
 import { emailDirectory } from './layout.ts';
+import { ConversationIndex } from './conversations.ts';
 
 /** One received message for one mailbox, with its blobs already durable in the store. */
 export interface InboundDelivery {
@@ -27,166 +28,223 @@ export interface InboundDelivery {
   parsed: ParsedEmail;
   /** message.json for this recipient (delivered_to differs per recipient). */
   messageJson: StoredBlob;
-  /** Attachments whose bytes were stored, by sha256; the others count as omitted. */
+  /** Attachments whose bytes were stored; the others count as omitted. */
   storedAttachments: AttachmentSummary[];
   envelope: { mailFrom: string | null; clientIp: string | null; helo: string | null };
   auth: AuthSummary | null;
   spamFlags: string[];
 }
 
-const SYSTEM: Actor = { userId: null, apiKeyId: null, agent: null, requestId: null };
+/** Rows of one transaction, written with one multi-row insert per table at the end. */
+interface Batch {
+  files: FilesTable[];
+  versions: FileVersionsTable[];
+  emails: EmailsTable[];
+  mailboxVersions: MailboxVersionsTable[];
+  events: EventsTable[];
+}
+
+interface MailboxState {
+  id: string;
+  accountId: string;
+  versionNumber: number;
+  storage: number;
+  files: number;
+  seq: number;
+  unread: number;
+  messages: number;
+  last: { at: string; path: string } | null;
+  versionId: string | null;
+}
 
 /**
  * Stores received messages in one transaction: for each delivery the `_email/…/<id>/` files
  * (message.eml, message.json, attachments) as one mailbox version, the email row, the mailbox
- * counters and monthly usage, a labeling job and an `email.received` event. The caller answers
- * 250 only after this resolves; the blobs were fsynced before.
+ * counters and monthly usage, and an `email.received` event; one labeling job covers them all.
+ * The caller answers 250 only after this resolves; the blobs were fsynced before. Rows are built in
+ * memory and written with one insert per table: a group commit of many messages costs a handful of
+ * statements more than one message.
  */
 export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery[]): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
-    const usage = new Map<string, GroupUsage>();
-    const blobRows = new Map<string, { sha256: string; byte_size: number; md5: string; created_at: string }>();
     const at = iso(deps.now());
+    await insertBlobs(trx, deliveries, at);
+    const mailboxes = await lockMailboxes(deps, trx, [...new Set(deliveries.map((d) => d.mailboxId))]);
+    const accounts = await loadAccounts(trx, [...new Set([...mailboxes.values()].map((m) => m.accountId))]);
+    const groups = new Map<string, GroupUsage>();
+    const conversations = new ConversationIndex(trx);
+    const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
+    const usage = new Map<string, { count: number; bytes: number }>();
+
     for (const d of deliveries) {
-      for (const b of [d.raw, d.messageJson]) blobRows.set(b.sha256, { sha256: b.sha256, byte_size: b.byteSize, md5: b.md5Base64, created_at: at });
-      for (const a of d.storedAttachments) blobRows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at });
+      const m = mailboxes.get(d.mailboxId)!;
+      const account = accounts.get(m.accountId)!;
+      const groupId = billingGroupId(account);
+      let group = groups.get(groupId);
+      if (!group) groups.set(groupId, (group = await groupUsage(trx, groupId)));
+      await addDelivery(batch, d, m, limitsFor(account), group, conversations);
+      for (const scope of [d.mailboxId, groupId]) {
+        const u = usage.get(scope) ?? { count: 0, bytes: 0 };
+        usage.set(scope, { count: u.count + 1, bytes: u.bytes + d.raw.byteSize });
+      }
     }
-    // md5 is informational for blobs of our own making; keep the first known value.
-    await trx.insertInto('blobs').values([...blobRows.values()]).onConflict((oc) => oc.column('sha256').doNothing()).execute();
-    for (const d of deliveries) await storeOne(deps, trx, d, usage);
+
+    await insertMany(trx, 'files', batch.files);
+    await insertMany(trx, 'file_versions', batch.versions);
+    await insertMany(trx, 'mailbox_versions', batch.mailboxVersions);
+    await insertMany(trx, 'emails', batch.emails);
+    await recordEvents(deps, trx, batch.events);
+    for (const m of mailboxes.values()) {
+      if (!m.last) continue;
+      await trx
+        .updateTable('mailboxes')
+        .set({ version_id: m.versionId, version_number: m.versionNumber, storage_bytes: m.storage, files_count: m.files, email_seq: m.seq, message_count: m.messages, unread_count: m.unread, last_received_at: m.last.at, last_received_path: m.last.path, updated_at: m.last.at })
+        .where('id', '=', m.id)
+        .execute();
+    }
+    for (const [scope, u] of usage) await addReceivedUsage(trx, deps.dialect, [scope], deliveries[0]!.receivedAt, u.bytes, u.count);
+    await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, { email_ids: batch.emails.map((e) => e.id) });
   });
 }
 
-async function storeOne(deps: AppDeps, trx: Kysely<DB>, d: InboundDelivery, usageByGroup: Map<string, GroupUsage>): Promise<EmailsTable> {
-  const now = d.receivedAt;
-  const change = await MailboxChange.begin(trx, deps.dialect, d.mailboxId, { actor: SYSTEM, now, action: 'email.received', ignoreUploadLock: true });
-  const account = await trx.selectFrom('accounts').selectAll().where('id', '=', change.accountId).executeTakeFirstOrThrow();
-  const limits = limitsFor(account);
-  const groupId = billingGroupId(account);
-  let group = usageByGroup.get(groupId);
-  if (!group) usageByGroup.set(groupId, (group = await groupUsage(trx, groupId)));
-  const before = { files: change.currentFiles, storage: change.currentStorage };
+/** Multi-row inserts in chunks that stay under the databases' bound-parameter limits. */
+async function insertMany<T extends 'files' | 'file_versions' | 'mailbox_versions' | 'emails' | 'events'>(trx: Kysely<DB>, table: T, rows: DB[T][]): Promise<void> {
+  if (!rows.length) return;
+  const perChunk = Math.max(1, Math.floor(20_000 / Object.keys(rows[0]!).length));
+  for (let i = 0; i < rows.length; i += perChunk) await trx.insertInto(table).values(rows.slice(i, i + perChunk) as any).execute();
+}
 
+async function insertBlobs(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string): Promise<void> {
+  const rows = new Map<string, { sha256: string; byte_size: number; md5: string; created_at: string }>();
+  for (const d of deliveries) {
+    for (const b of [d.raw, d.messageJson]) rows.set(b.sha256, { sha256: b.sha256, byte_size: b.byteSize, md5: b.md5Base64, created_at: at });
+    // md5 is informational for blobs of our own making.
+    for (const a of d.storedAttachments) if (!rows.has(a.sha256)) rows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at });
+  }
+  const all = [...rows.values()];
+  for (let i = 0; i < all.length; i += 2000) await trx.insertInto('blobs').values(all.slice(i, i + 2000)).onConflict((oc) => oc.column('sha256').doNothing()).execute();
+}
+
+/** Locks each mailbox row (Postgres: FOR UPDATE, in id order to avoid deadlocks; SQLite: one writer). */
+async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Promise<Map<string, MailboxState>> {
+  let q = trx
+    .selectFrom('mailboxes')
+    .select(['id', 'account_id', 'version_id', 'version_number', 'storage_bytes', 'files_count', 'email_seq', 'message_count', 'unread_count', 'archived_at', 'deleted_at'])
+    .where('id', 'in', ids)
+    .orderBy('id');
+  if (deps.dialect === 'postgres') q = q.forUpdate();
+  const rows = await q.execute();
+  const out = new Map<string, MailboxState>();
+  for (const r of rows) {
+    if (r.deleted_at) continue;
+    if (r.archived_at) throw new AppError('MAILBOX_ARCHIVED', undefined, { mailbox_id: r.id });
+    out.set(r.id, {
+      id: r.id,
+      accountId: r.account_id,
+      versionNumber: Number(r.version_number),
+      versionId: r.version_id,
+      storage: Number(r.storage_bytes),
+      files: Number(r.files_count),
+      seq: Number(r.email_seq),
+      messages: Number(r.message_count),
+      unread: Number(r.unread_count),
+      last: null,
+    });
+  }
+  for (const id of ids) if (!out.has(id)) throw new AppError('MAILBOX_NOT_FOUND', undefined, { mailbox_id: id });
+  return out;
+}
+
+async function loadAccounts(trx: Kysely<DB>, ids: string[]): Promise<Map<string, AccountsTable>> {
+  const rows = await trx.selectFrom('accounts').selectAll().where('id', 'in', ids).execute();
+  return new Map(rows.map((a) => [a.id, a]));
+}
+
+/** Builds one delivery's rows, checking the plan's file and storage limits as file writes do. */
+async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, limits: PlanLimits, group: GroupUsage, conversations: ConversationIndex): Promise<void> {
+  const now = iso(d.receivedAt);
   const dir = emailDirectory(d.receivedAt, d.emailId);
-  const base = { folder: dir, createdBySystem: 'email', knownNew: true, role: 'source' as const };
-  const raw = await writeFileVersion(change, limits, group, { ...base, path: `${dir}/message.eml`, basename: 'message.eml', sha256: d.raw.sha256, byteSize: d.raw.byteSize, mimeType: 'message/rfc822' });
-  const json = await writeFileVersion(change, limits, group, { ...base, path: `${dir}/message.json`, basename: 'message.json', sha256: d.messageJson.sha256, byteSize: d.messageJson.byteSize, mimeType: 'application/json' });
-
-  const attachments = [];
+  const versionId = newId('bktrv');
+  const newFiles: { path: string; folder: string; name: string; sha256: string; size: number; mime: string }[] = [
+    { path: `${dir}/message.eml`, folder: dir, name: 'message.eml', sha256: d.raw.sha256, size: d.raw.byteSize, mime: 'message/rfc822' },
+    { path: `${dir}/message.json`, folder: dir, name: 'message.json', sha256: d.messageJson.sha256, size: d.messageJson.byteSize, mime: 'application/json' },
+  ];
   let omitted = d.parsed.omitted_attachment_count + (d.parsed.attachments.length - d.storedAttachments.length);
+  const kept: AttachmentSummary[] = [];
   for (const a of d.storedAttachments) {
     try {
       checkContentLimits(limits, a.filename, a.content_type, a.size_bytes);
     } catch {
-      omitted++;
+      omitted++; // larger than the plan's file size: counted, not stored
       continue;
     }
-    const folder = `${dir}/attachments`;
-    const w = await writeFileVersion(change, limits, group, { ...base, folder, path: `${folder}/${a.filename}`, basename: a.filename, sha256: a.sha256, byteSize: a.size_bytes, mimeType: a.content_type });
-    attachments.push({ id: w.file.id, filename: a.filename, content_type: a.content_type, size_bytes: a.size_bytes, version_id: w.version.id, origin: a.disposition, content_id: a.content_id });
+    kept.push(a);
+    newFiles.push({ path: `${dir}/attachments/${a.filename}`, folder: `${dir}/attachments`, name: a.filename, sha256: a.sha256, size: a.size_bytes, mime: a.content_type });
   }
 
-  const mailbox = await trx.selectFrom('mailboxes').select(['email_seq']).where('id', '=', d.mailboxId).executeTakeFirstOrThrow();
-  const seq = Number(mailbox.email_seq) + 1;
-  const p = d.parsed;
-  const refs = [...new Set([...p.references, ...p.in_reply_to])];
-  const threadKey = p.conversation_hint ?? p.message_id;
-  const conversationId = (await findConversation(trx, d.mailboxId, threadKey, refs)) ?? d.emailId;
-  const row: EmailsTable = {
-    id: d.emailId,
-    mailbox_id: d.mailboxId,
-    account_id: change.accountId,
-    seq,
-    direction: 'received',
-    conversation_id: conversationId,
-    thread_key: threadKey,
-    subject: p.subject,
-    subject_search: p.subject?.toLowerCase() ?? null,
-    from_addresses: JSON.stringify(p.from_addresses),
-    sender_address: p.from_addresses[0]?.address.toLowerCase() ?? null,
-    to_addresses: JSON.stringify(p.to_addresses),
-    cc_addresses: JSON.stringify(p.cc_addresses),
-    reply_to_addresses: JSON.stringify(p.reply_to_addresses),
-    message_id: p.message_id,
-    in_reply_to: JSON.stringify(p.in_reply_to),
-    reference_ids: JSON.stringify(p.references),
-    delivered_to: d.deliveredTo,
-    received_at: iso(now),
-    body_status: p.body_status,
-    body_text: p.body_text,
-    attachment_count: attachments.length,
-    omitted_attachment_count: omitted,
-    attachments: JSON.stringify(attachments),
-    size_bytes: d.raw.byteSize,
-    raw_sha256: d.raw.sha256,
-    directory: dir,
-    raw_file_id: raw.file.id,
-    raw_version_id: raw.version.id,
-    json_file_id: json.file.id,
-    mail_from: d.envelope.mailFrom,
-    client_ip: d.envelope.clientIp,
-    helo: d.envelope.helo,
-    auth_results: d.auth ? JSON.stringify(d.auth) : null,
-    spam_flags: JSON.stringify(d.spamFlags),
-    labeling: 'pending',
-    label: null,
-    labeled_at: null,
-    read_at: null,
-    read_by_user_id: null,
-    read_by_api_key_id: null,
-    delivery: null,
-    created_at: iso(now),
-  };
-  await trx.insertInto('emails').values(row).execute();
-  await change.commit();
-  await trx
-    .updateTable('mailboxes')
-    .set((eb) => ({
-      email_seq: seq,
-      message_count: eb('message_count', '+', 1),
-      unread_count: eb('unread_count', '+', 1),
-      last_received_at: iso(now),
-      last_received_path: dir,
-    }))
-    .where('id', '=', d.mailboxId)
-    .execute();
-  group.files += change.currentFiles - before.files;
-  group.storage += change.currentStorage - before.storage;
-  await addReceivedUsage(trx, deps.dialect, [d.mailboxId, groupId], now, d.raw.byteSize);
-  await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, { email_id: d.emailId });
-  await recordEvent(deps, trx, {
-    type: 'email.received',
-    accountId: change.accountId,
-    mailboxId: d.mailboxId,
-    at: now,
-    data: { account_id: change.accountId, mailbox_id: d.mailboxId, email_id: d.emailId, received_at: iso(now), attachment_count: attachments.length },
+  const bytes = newFiles.reduce((n, f) => n + f.size, 0);
+  if (limits.max_storage_bytes !== null && group.storage + bytes > limits.max_storage_bytes) {
+    throw new AppError('STORAGE_LIMIT_REACHED', undefined, { limit: 'max_storage_bytes', max: limits.max_storage_bytes });
+  }
+  if (limits.max_files_per_mailbox !== null && m.files + newFiles.length > limits.max_files_per_mailbox) {
+    throw new AppError('FILE_LIMIT_REACHED', undefined, { limit: 'max_files_per_mailbox', max: limits.max_files_per_mailbox });
+  }
+  if (limits.max_current_files !== null && group.files + newFiles.length > limits.max_current_files) {
+    throw new AppError('FILE_LIMIT_REACHED', undefined, { limit: 'max_current_files', max: limits.max_current_files });
+  }
+
+  const ids = newFiles.map(() => ({ file: newId('df'), version: newId('dfv') }));
+  newFiles.forEach((f, i) => {
+    batch.files.push({
+      id: ids[i]!.file, mailbox_id: m.id, account_id: m.accountId, path: f.path, live_path: f.path, folder: f.folder, basename: f.name, role: 'source',
+      created_by_system: 'email', current_version_id: ids[i]!.version, version_count: 1, read_at: null, read_by_user_id: null, read_by_api_key_id: null,
+      created_by_user_id: null, created_by_api_key_id: null, created_by_agent: null, updated_by_user_id: null, updated_by_api_key_id: null, updated_by_agent: null,
+      created_at: now, updated_at: now, deleted_at: null,
+    });
+    batch.versions.push({
+      id: ids[i]!.version, file_id: ids[i]!.file, mailbox_id: m.id, version_number: 1, name: f.name, path: f.path, mime_type: f.mime, sha256: f.sha256, byte_size: f.size,
+      reason: null, created_by_system: 'email', deleted: 0, mailbox_version_id: versionId, read_at: null, read_by_user_id: null, read_by_api_key_id: null,
+      created_by_user_id: null, created_by_api_key_id: null, created_by_agent: null, created_at: now,
+    });
   });
-  return row;
-}
+  m.versionNumber += 1;
+  m.versionId = versionId;
+  batch.mailboxVersions.push({ id: versionId, mailbox_id: m.id, version_number: m.versionNumber, action: 'email.received', files_changed: newFiles.length, created_by_user_id: null, created_by_api_key_id: null, created_at: now });
+  m.storage += bytes;
+  m.files += newFiles.length;
+  group.storage += bytes;
+  group.files += newFiles.length;
+  m.seq += 1;
+  m.messages += 1;
+  m.unread += 1;
+  m.last = { at: now, path: dir };
 
-/**
- * The conversation a message joins: that of the earliest stored email it refers to (by Message-ID)
- * or that shares its thread root; null when it starts one.
- */
-async function findConversation(trx: Kysely<DB>, mailboxId: string, threadKey: string | null, refs: string[]): Promise<string | null> {
-  if (!threadKey && !refs.length) return null;
-  const hit = await trx
-    .selectFrom('emails')
-    .select('conversation_id')
-    .where('mailbox_id', '=', mailboxId)
-    .where((eb) => {
-      const ors = [];
-      if (refs.length) ors.push(eb('message_id', 'in', refs.slice(0, 200)));
-      if (threadKey) ors.push(eb('thread_key', '=', threadKey), eb('message_id', '=', threadKey));
-      return eb.or(ors);
-    })
-    .orderBy('seq', 'asc')
-    .limit(1)
-    .executeTakeFirst();
-  return hit?.conversation_id ?? null;
-}
-
-/** A storage fault while storing: the SMTP layer answers 451 so the sender retries. */
-export function storageUnavailable(err: unknown): AppError {
-  return err instanceof AppError ? err : new AppError('STORAGE_UNAVAILABLE', undefined, {});
+  const p = d.parsed;
+  const threadKey = p.conversation_hint ?? p.message_id;
+  const conversationId = (await conversations.find(m.id, threadKey, [...new Set([...p.references, ...p.in_reply_to])])) ?? d.emailId;
+  const attachments = kept.map((a) => {
+    const i = newFiles.findIndex((f) => f.path === `${dir}/attachments/${a.filename}`);
+    return { id: ids[i]!.file, filename: a.filename, content_type: a.content_type, size_bytes: a.size_bytes, version_id: ids[i]!.version, origin: a.disposition, content_id: a.content_id };
+  });
+  const row: EmailsTable = {
+    id: d.emailId, mailbox_id: m.id, account_id: m.accountId, seq: m.seq, direction: 'received', conversation_id: conversationId, thread_key: threadKey,
+    subject: p.subject, subject_search: p.subject?.toLowerCase() ?? null,
+    from_addresses: JSON.stringify(p.from_addresses), sender_address: p.from_addresses[0]?.address.toLowerCase() ?? null,
+    to_addresses: JSON.stringify(p.to_addresses), cc_addresses: JSON.stringify(p.cc_addresses), reply_to_addresses: JSON.stringify(p.reply_to_addresses),
+    message_id: p.message_id, in_reply_to: JSON.stringify(p.in_reply_to), reference_ids: JSON.stringify(p.references),
+    delivered_to: d.deliveredTo, received_at: now, body_status: p.body_status, body_text: p.body_text,
+    attachment_count: attachments.length, omitted_attachment_count: omitted, attachments: JSON.stringify(attachments),
+    size_bytes: d.raw.byteSize, raw_sha256: d.raw.sha256, directory: dir, raw_file_id: ids[0]!.file, raw_version_id: ids[0]!.version, json_file_id: ids[1]!.file,
+    mail_from: d.envelope.mailFrom, client_ip: d.envelope.clientIp, helo: d.envelope.helo,
+    auth_results: d.auth ? JSON.stringify(d.auth) : null, spam_flags: JSON.stringify(d.spamFlags),
+    labeling: 'pending', label: null, labeled_at: null, read_at: null, read_by_user_id: null, read_by_api_key_id: null, delivery: null, created_at: now,
+  };
+  batch.emails.push(row);
+  conversations.remember(row);
+  batch.events.push(
+    eventRow({
+      type: 'email.received', accountId: m.accountId, mailboxId: m.id, at: d.receivedAt,
+      data: { account_id: m.accountId, mailbox_id: m.id, email_id: d.emailId, received_at: now, attachment_count: attachments.length },
+    }),
+  );
 }

@@ -7,14 +7,14 @@ export function usagePeriod(at: Date): string {
   return at.toISOString().slice(0, 7);
 }
 
-/** Counts one received message of `bytes` for each scope (a mailbox id, a billing group id). */
-export async function addReceivedUsage(trx: Kysely<DB>, _dialect: Dialect, scopes: string[], at: Date, bytes: number): Promise<void> {
+/** Counts `count` received messages of `bytes` in total for each scope (a mailbox id, a billing group id). */
+export async function addReceivedUsage(trx: Kysely<DB>, _dialect: Dialect, scopes: string[], at: Date, bytes: number, count = 1): Promise<void> {
   const period = usagePeriod(at);
   for (const scope_id of scopes) {
     await trx
       .insertInto('received_usage')
-      .values({ scope_id, period, count: 1, bytes })
-      .onConflict((oc) => oc.columns(['scope_id', 'period']).doUpdateSet((eb) => ({ count: eb('received_usage.count', '+', 1), bytes: eb('received_usage.bytes', '+', bytes) })))
+      .values({ scope_id, period, count, bytes })
+      .onConflict((oc) => oc.columns(['scope_id', 'period']).doUpdateSet((eb) => ({ count: eb('received_usage.count', '+', count), bytes: eb('received_usage.bytes', '+', bytes) })))
       .execute();
   }
 }

@@ -14,8 +14,13 @@ import type { LabelProvider } from './provider.ts';
 import { LABEL_EMAIL_TASK } from './task.ts';
 export { LABEL_EMAIL_TASK };
 
-const Payload = z.object({ email_id: z.string().min(1).max(100) });
-export type LabelEmailPayload = z.infer<typeof Payload>;
+// One job labels the emails stored by one transaction (a group commit stores many at once), so
+// its claim, its updates and its completion are shared by all of them.
+const Payload = z.union([
+  z.object({ email_ids: z.array(z.string().min(1).max(100)).min(1).max(1000) }),
+  z.object({ email_id: z.string().min(1).max(100) }),
+]);
+export type LabelEmailPayload = { email_id: string };
 
 /** The whole labeling, the model call included, must end well inside the job lease (60 s). */
 const LABEL_JOB_LIMIT_MS = 45_000;
@@ -117,30 +122,44 @@ async function readMessageJson(deps: AppDeps, jsonFileId: string | null): Promis
  * storage failure no longer stops it: the email is labeled from its row so it never stays withheld.
  */
 export async function labelEmail(deps: AppDeps, provider: LabelProvider, payload: LabelEmailPayload, lastAttempt = false): Promise<void> {
-  const row = await deps.db
+  await labelEmails(deps, provider, [payload.email_id], lastAttempt);
+}
+
+/**
+ * Labels emails: classifies each still-pending one, then writes every label in one transaction.
+ * Idempotent: an update only applies while the row is still pending, so a retry or a second worker
+ * that took over an expired lease changes nothing. On the job's last attempt a storage failure no
+ * longer stops it: the email is labeled from its row so it never stays withheld.
+ */
+export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailIds: string[], lastAttempt = false): Promise<void> {
+  const rows = await deps.db
     .selectFrom('emails')
     .select(['id', 'labeling', 'subject', 'from_addresses', 'body_text', 'attachments', 'auth_results', 'spam_flags', 'json_file_id'])
-    .where('id', '=', payload.email_id)
-    .executeTakeFirst();
-  if (!row || row.labeling !== 'pending') return; // deleted, or already labeled
-
-  let message: unknown | null;
-  try {
-    message = await readMessageJson(deps, row.json_file_id);
-  } catch (err) {
-    if (!lastAttempt) throw err;
-    message = null;
-  }
-  const input = message ? labelInputFromMessage(row, message) : labelInputFromRow(row);
-  const category = await provider.label(input, AbortSignal.timeout(LABEL_JOB_LIMIT_MS));
-
-  const now = iso(deps.now());
-  await deps.db
-    .updateTable('emails')
-    .set({ label: category, labeling: 'done', labeled_at: now })
-    .where('id', '=', row.id)
-    .where('labeling', '=', 'pending')
+    .where('id', 'in', emailIds)
+    .where('labeling', '=', 'pending') // deleted or already labeled ones are done
     .execute();
+  if (!rows.length) return;
+  const signal = AbortSignal.timeout(LABEL_JOB_LIMIT_MS);
+  // A model provider gets at most 8 requests at a time; the rules are instant either way.
+  const labels: { id: string; category: Awaited<ReturnType<LabelProvider['label']>> }[] = [];
+  for (let i = 0; i < rows.length; i += 8) labels.push(...(await Promise.all(rows.slice(i, i + 8).map(labelOne))));
+  async function labelOne(row: (typeof rows)[number]) {
+      let message: unknown | null;
+      try {
+        message = await readMessageJson(deps, row.json_file_id);
+      } catch (err) {
+        if (!lastAttempt) throw err;
+        message = null;
+      }
+      const input = message ? labelInputFromMessage(row, message) : labelInputFromRow(row);
+      return { id: row.id, category: await provider.label(input, signal) };
+  }
+  const now = iso(deps.now());
+  await deps.db.transaction().execute(async (trx) => {
+    for (const l of labels) {
+      await trx.updateTable('emails').set({ label: l.category, labeling: 'done', labeled_at: now }).where('id', '=', l.id).where('labeling', '=', 'pending').execute();
+    }
+  });
 }
 
 export function registerLabeler(worker: Worker, deps: AppDeps, provider: LabelProvider): void {
@@ -148,7 +167,8 @@ export function registerLabeler(worker: Worker, deps: AppDeps, provider: LabelPr
     handler: async (payload: unknown, job: JobsTable) => {
       const parsed = Payload.safeParse(payload);
       if (!parsed.success) throw new PermanentJobError(`bad ${LABEL_EMAIL_TASK} payload`);
-      await labelEmail(deps, provider, parsed.data, job.attempts >= job.max_attempts);
+      const ids = 'email_ids' in parsed.data ? parsed.data.email_ids : [parsed.data.email_id];
+      await labelEmails(deps, provider, ids, job.attempts >= job.max_attempts);
     },
     // Withheld mail waits on this job: retry soon (1 s, 2 s, 4 s … at most 30 s).
     backoffMs: (attempt) => Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1)),
