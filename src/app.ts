@@ -15,6 +15,7 @@ import { createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
+import { registerOutboundTasks } from './outbound/tasks.ts';
 
 export interface StartedApp {
   urls: { http: string | null; smtp: string | null };
@@ -32,6 +33,8 @@ export interface AppOptions {
   now?: () => Date;
   /** DNS for sender authentication (tests serve their own records). */
   resolver?: DnsResolver;
+  /** Port of recipients' MX hosts for outbound mail (25; tests run their own SMTP server). */
+  mxPort?: number;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -91,6 +94,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       if (worker) {
         registerMaintenance(worker, deps);
         registerEmailTasks(worker, deps, logger);
+        registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }
       const smtpHost = config.smtpHost.includes(':') ? `[${config.smtpHost}]` : config.smtpHost;

@@ -39,11 +39,23 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_LABELER_API_KEY: z.string().min(1).optional(),
   CUBBY_LABELER_MODEL: z.string().min(1).optional(),
   CUBBY_SITES_PORT: port.default(8081),
+  // Published sites are served at <slug>.CUBBY_SITES_HOST (default: <slug>.localhost:<sites port>).
+  CUBBY_SITES_HOST: z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i, 'must be a host name, optionally with :port').optional(),
   CUBBY_PUBLIC_URL: z.url().optional(),
   CUBBY_MAIL_DOMAIN: z
     .string()
     .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/i, 'must be a domain name')
     .default('mail.localhost'),
+  // Custom receiving domains: the host their MX records name (default: the SMTP hostname), the name
+  // servers their DNS checks ask ("ip" or "ip:port", comma-separated; default: the system's), and
+  // the setup requests (claim, check, verify) one account may make per hour.
+  CUBBY_MX_HOST: z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/i, 'must be a host name').optional(),
+  CUBBY_DNS_SERVERS: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[?[0-9a-f:]+\]?(:\d{1,5})?)$/i, 'must be ip or ip:port')).min(1))
+    .optional(),
+  CUBBY_DOMAIN_SETUP_LIMIT: z.string().regex(/^\d{1,6}$/, 'must be a whole number of requests per hour').transform(Number).default(30),
   CUBBY_SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   CUBBY_ROLES: z
     .string()
@@ -53,12 +65,23 @@ const envSchema = withBlobEnvChecks(z.object({
   // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Sending (src/outbound): a relay (smtp://user:pass@host:port, smtps:// for implicit TLS) for mail to
+  // other domains, else direct MX delivery; a DKIM key for the platform mail domain; the per-mailbox rate.
+  CUBBY_SMTP_RELAY_URL: z.string().regex(/^smtps?:\/\/([^@\/\s]+@)?[^:@\/\s]+(:\d{1,5})?\/?$/, 'must be smtp://[user:pass@]host[:port] or smtps://…').optional(),
+  CUBBY_DKIM_SELECTOR: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/i, 'must be a DNS label').optional(),
+  CUBBY_DKIM_PRIVATE_KEY_FILE: z.string().min(1).optional(),
+  CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
     when: () => true,
     path: ['CUBBY_SMTP_TLS_CERT'],
     message: 'set CUBBY_SMTP_TLS_KEY and CUBBY_SMTP_TLS_CERT together, or neither',
+  })
+  .refine((e) => (e.CUBBY_DKIM_SELECTOR === undefined) === (e.CUBBY_DKIM_PRIVATE_KEY_FILE === undefined), {
+    when: () => true,
+    path: ['CUBBY_DKIM_PRIVATE_KEY_FILE'],
+    message: 'set CUBBY_DKIM_SELECTOR and CUBBY_DKIM_PRIVATE_KEY_FILE together, or neither',
   })
   .refine((e) => e.CUBBY_LABELER !== 'openai' || (e.CUBBY_LABELER_URL && e.CUBBY_LABELER_API_KEY && e.CUBBY_LABELER_MODEL), {
     when: () => true,
@@ -78,13 +101,18 @@ export interface Config {
   readonly smtpTls: { keyFile: string; certFile: string } | null;
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
   readonly sitesPort: number;
+  readonly sitesHost: string | undefined;
   readonly publicUrl: string | undefined;
   readonly mailDomain: string;
+  readonly mxHost: string;
+  readonly dnsServers: readonly string[] | null;
+  readonly domainSetupLimitPerHour: number;
   readonly secretKey: string | undefined;
   readonly roles: readonly Role[];
   readonly logLevel: string;
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
+  readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number };
 }
 
 export class ConfigError extends Error {
@@ -117,12 +145,21 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         ? { kind: 'openai' as const, url: e.CUBBY_LABELER_URL!, apiKey: e.CUBBY_LABELER_API_KEY!, model: e.CUBBY_LABELER_MODEL! }
         : { kind: 'builtin' as const },
     sitesPort: e.CUBBY_SITES_PORT,
+    sitesHost: e.CUBBY_SITES_HOST?.toLowerCase(),
     publicUrl: e.CUBBY_PUBLIC_URL?.replace(/\/+$/, ''),
     mailDomain: e.CUBBY_MAIL_DOMAIN.toLowerCase(),
+    mxHost: (e.CUBBY_MX_HOST ?? e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
+    dnsServers: e.CUBBY_DNS_SERVERS ? Object.freeze([...e.CUBBY_DNS_SERVERS]) : null,
+    domainSetupLimitPerHour: e.CUBBY_DOMAIN_SETUP_LIMIT,
     secretKey: e.CUBBY_SECRET_KEY,
     roles: Object.freeze([...new Set(e.CUBBY_ROLES)]),
     logLevel: e.CUBBY_LOG_LEVEL,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
+    outbound: {
+      relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
+      dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,
+      sendRatePerHour: e.CUBBY_SEND_RATE_PER_HOUR,
+    },
   });
 }
