@@ -136,6 +136,29 @@ describeEachDatabase('durable jobs', (app) => {
     expect(ticks).toBe(1);
   });
 
+  it('coalescing keys allow one queued job, and release the key when it is claimed so late work queues one more run', async () => {
+    const a = app();
+    const d = a.started.deps;
+    const task = `t.coalesce.${Math.random()}`;
+    const key = `coalesce:${task}`;
+    expect(await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key })).toBeTruthy();
+    expect(await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key })).toBeNull();
+    let runs = 0;
+    let queuedDuringRun: string | null = null;
+    const w = worker(a);
+    w.register(task, {
+      handler: async () => {
+        runs++;
+        // Work that arrives while the job runs must not be lost behind it.
+        if (runs === 1) queuedDuringRun = await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key });
+      },
+    });
+    await w.start();
+    await w.drain();
+    expect(queuedDuringRun).toBeTruthy();
+    expect(runs).toBe(2);
+  });
+
   it('on Postgres a NOTIFY at commit wakes an idle worker on another connection at once', async (ctx) => {
     const a = app();
     if (a.kind !== 'postgres') return ctx.skip();

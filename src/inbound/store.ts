@@ -10,7 +10,7 @@ import { groupUsage } from '../files/files.repo.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { eventRow, recordEvents } from '../events/events.ts';
-import { LABEL_EMAIL_TASK } from '../labels/task.ts';
+import { LABEL_EMAIL_TASK, LABEL_PENDING_JOB } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
@@ -103,7 +103,7 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
         .execute();
     }
     for (const [scope, u] of usage) await addReceivedUsage(trx, deps.dialect, [scope], deliveries[0]!.receivedAt, u.bytes, u.count);
-    await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, { email_ids: batch.emails.map((e) => e.id) });
+    await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
 }
 

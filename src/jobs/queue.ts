@@ -10,9 +10,15 @@ export interface EnqueueOptions {
   /** Earliest start (default now). */
   runAt?: Date;
   maxAttempts?: number;
-  /** While a job with this key is queued or running, enqueueing another is a no-op. */
+  /**
+   * While a job with this key is queued or running, enqueueing another is a no-op. Keys that start
+   * with `coalesce:` are released when the job is claimed: work that arrives while it runs queues
+   * one more run, so a job that handles "everything pending" never misses late arrivals.
+   */
   uniqueKey?: string;
 }
+
+export const COALESCE_PREFIX = 'coalesce:';
 
 /**
  * Adds a job. Call it inside the transaction of the change it follows (the outbox): the job
@@ -65,7 +71,14 @@ export async function claimJobs(db: Kysely<DB>, dialect: Dialect, workerId: stri
   if (dialect === 'postgres') pick = pick.forUpdate().skipLocked();
   return db
     .updateTable('jobs')
-    .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), locked_until: iso(now.getTime() + leaseMs), locked_by: workerId, updated_at: nowIso }))
+    .set((eb) => ({
+      status: 'running',
+      attempts: eb('attempts', '+', 1),
+      locked_until: iso(now.getTime() + leaseMs),
+      locked_by: workerId,
+      updated_at: nowIso,
+      unique_key: sql<string | null>`case when substr(unique_key, 1, ${COALESCE_PREFIX.length}) = ${COALESCE_PREFIX} then null else unique_key end`,
+    }))
     .where('id', 'in', pick)
     .returningAll()
     .execute();

@@ -19,7 +19,12 @@ export { LABEL_EMAIL_TASK };
 const Payload = z.union([
   z.object({ email_ids: z.array(z.string().min(1).max(100)).min(1).max(1000) }),
   z.object({ email_id: z.string().min(1).max(100) }),
+  // Everything pending: what the inbound pipeline queues (coalesced: one queued run at a time).
+  z.object({ pending: z.literal(true) }),
 ]);
+
+/** Emails labeled per transaction by a pending sweep. */
+const SWEEP_BATCH = 200;
 export type LabelEmailPayload = { email_id: string };
 
 /** The whole labeling, the model call included, must end well inside the job lease (60 s). */
@@ -162,13 +167,25 @@ export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailI
   });
 }
 
+/** Labels every pending email, oldest first, a batch per transaction. */
+async function labelAllPending(deps: AppDeps, provider: LabelProvider, lastAttempt: boolean): Promise<void> {
+  for (;;) {
+    const ids = await deps.db.selectFrom('emails').select('id').where('labeling', '=', 'pending').orderBy('created_at').limit(SWEEP_BATCH).execute();
+    if (!ids.length) return;
+    await labelEmails(deps, provider, ids.map((r) => r.id), lastAttempt);
+    if (ids.length < SWEEP_BATCH) return;
+  }
+}
+
 export function registerLabeler(worker: Worker, deps: AppDeps, provider: LabelProvider): void {
   worker.register(LABEL_EMAIL_TASK, {
     handler: async (payload: unknown, job: JobsTable) => {
       const parsed = Payload.safeParse(payload);
       if (!parsed.success) throw new PermanentJobError(`bad ${LABEL_EMAIL_TASK} payload`);
+      const last = job.attempts >= job.max_attempts;
+      if ('pending' in parsed.data) return labelAllPending(deps, provider, last);
       const ids = 'email_ids' in parsed.data ? parsed.data.email_ids : [parsed.data.email_id];
-      await labelEmails(deps, provider, ids, job.attempts >= job.max_attempts);
+      await labelEmails(deps, provider, ids, last);
     },
     // Withheld mail waits on this job: retry soon (1 s, 2 s, 4 s … at most 30 s).
     backoffMs: (attempt) => Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1)),

@@ -58,6 +58,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('emails_message_id').on('emails').columns(['mailbox_id', 'message_id']).execute();
   await db.schema.createIndex('emails_thread_key').on('emails').columns(['mailbox_id', 'thread_key']).execute();
+  // The labeler's sweep finds pending emails (few at any time) without scanning.
+  await db.schema.createIndex('emails_labeling').on('emails').columns(['labeling', 'created_at']).execute();
   await db.schema.createIndex('emails_conversation').on('emails').columns(['mailbox_id', 'conversation_id', 'seq']).execute();
 
   await db.schema.alterTable('mailboxes').addColumn('email_seq', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
