@@ -1,0 +1,181 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { DATABASES, emptyZone } from './harness.ts';
+import { adminUserAndKey, serveEnv } from './serve-process.ts';
+import { RawSmtp, storedBytes } from './smtp-raw-client.ts';
+import { assertWholeMailbox, crashMessage, spawnServe, type CrashMessage, type ServeChild } from './crash-helpers.ts';
+import { downloadFile, emailDir, listFiles } from './mail-store-checks.ts';
+
+// `cubby serve` in its own process takes mail from concurrent SMTP senders and is killed with
+// SIGKILL mid-stream, twice (on a 250, then while a message it has fully received is being stored).
+// After each restart on the same data dir, every message that got 250 is there
+// whole (row and files, right bytes through the API), nothing half-stored is visible, the counters
+// match, and mail is accepted again. The server runs the api and smtp roles only: labeling runs in
+// this process (the worker role against the same database) so that the test can await it instead
+// of waiting for a background worker, and so that no labeling job is left leased by the killed
+// process (that would keep its email withheld from API keys until the lease ran out).
+
+const SENDERS = 6;
+/** Acknowledged messages in a round before its kill. */
+const KILL_AFTER = 40;
+
+interface Acked extends CrashMessage {
+  id: string;
+}
+
+for (const kind of DATABASES) {
+  describe(`kill -9 during SMTP delivery, then restart [${kind}]`, () => {
+    const schema = kind === 'postgres' ? `t_crash_${randomBytes(5).toString('hex')}` : undefined;
+    let dir: string;
+    let dataDir: string;
+    let env: Record<string, string>;
+    let databaseUrl: string;
+    let server: ServeChild | undefined;
+
+    beforeAll(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-crash-'));
+      dataDir = path.join(dir, 'data');
+      env = serveEnv(dataDir, {
+        CUBBY_ROLES: 'api,smtp',
+        ...(schema ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: schema } : {}),
+      });
+      databaseUrl = schema ? process.env.CUBBY_TEST_POSTGRES_URL! : `sqlite:${path.join(dataDir, 'cubby.db')}`;
+    });
+
+    afterAll(async () => {
+      await server?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      if (schema) {
+        const client = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await client.end();
+      }
+    });
+
+    it('keeps every acknowledged message whole and shows nothing half-stored, across two kills', async () => {
+      const { key } = await adminUserAndKey(env, 'paid');
+      server = await spawnServe(env);
+      const created = await fetch(`${server.base}/v1/mailboxes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ mailbox: { title: 'crash' } }),
+      });
+      expect(created.status).toBe(201);
+      const box = (await created.json()).data.mailbox as { id: string; email: { address: string } };
+      const acked: Acked[] = [];
+
+      /**
+       * Concurrent senders, each on its own connection, until the server dies under them. The kill
+       * comes on the KILL_AFTER-th 250 of the round ('ack'), or once a 400 KB message has been
+       * handed over after that ('data': the server is mid-way through storing it).
+       */
+      const deliverUntilKilled = async (round: number, when: 'ack' | 'data') => {
+        const inFlight = new Set<number>();
+        let ackedThisRound = 0;
+        let inFlightAtKill = -1;
+        let killed: Promise<void> | undefined;
+        const kill = () => {
+          if (killed) return;
+          inFlightAtKill = inFlight.size;
+          killed = server!.kill9();
+        };
+        const sender = async (conn: number) => {
+          const smtp = await RawSmtp.open(server!.smtpPort);
+          for (let n = 0; ; n++) {
+            const m = crashMessage(round * 100 + conn, n);
+            const trigger = when === 'data' && n % 3 === 2 && ackedThisRound >= KILL_AFTER ? kill : undefined;
+            inFlight.add(conn);
+            const res = await smtp.send({ from: 'crash@example.com', to: [box.email.address], raw: m.raw, onDataSent: trigger }).catch(() => null);
+            inFlight.delete(conn);
+            if (!res) return; // the connection died with the server
+            expect(res.code, res.text).toBe(250);
+            expect(res.emailIds).toHaveLength(1);
+            acked.push({ ...m, id: res.emailIds[0]! });
+            if (++ackedThisRound === KILL_AFTER && when === 'ack') kill();
+          }
+        };
+        await Promise.all(Array.from({ length: SENDERS }, (_, i) => sender(i)));
+        await killed;
+        expect((await server!.exited).signal).toBe('SIGKILL');
+        expect(inFlightAtKill).toBeGreaterThan(0);
+        return { ackedThisRound, inFlightAtKill };
+      };
+
+      /** The crash left a whole store: checked in the database with the server down, then through the API after a restart. */
+      const verifyAfterCrash = async () => {
+        const database = await openDatabase(databaseUrl, schema);
+        let rows;
+        try {
+          rows = await assertWholeMailbox(database.db, box.id, path.join(dataDir, 'blobs'));
+        } finally {
+          await database.close();
+        }
+        const rowIds = new Set(rows.map((r) => r.id));
+        for (const a of acked) expect(rowIds.has(a.id), `${a.subject} (${a.id}) got 250 but is missing`).toBe(true);
+
+        // Restart on the same data dir; label everything (worker role, here) so API keys see the files.
+        server = await spawnServe(env);
+        const worker = createApp(loadConfig({ ...env, CUBBY_ROLES: 'worker' }), { resolver: emptyZone });
+        const started = await worker.start();
+        try {
+          await started.deps.jobs.worker!.drain();
+        } finally {
+          await worker.stop();
+        }
+        const base = server.base;
+        const checkRow = async (row: (typeof rows)[number]) => {
+          const d = emailDir(row.received_at, row.id);
+          const top = await listFiles(base, key, box.id, { folder: d });
+          expect(top.map((f) => f.basename), row.id).toEqual(['message.eml', 'message.json']);
+          const attached = await listFiles(base, key, box.id, { folder: `${d}/attachments` });
+          expect(attached.map((f) => f.basename), row.id).toEqual(['data.bin']);
+          const [eml, json, data] = await Promise.all([top[0]!, top[1]!, attached[0]!].map((f) => downloadFile(base, key, box.id, f.id)));
+          // A message committed whose 250 never reached the sender is whole all the same.
+          const m = /^crash c(\d+) n(\d+)$/.exec(row.subject ?? '');
+          expect(m, `unexpected subject ${row.subject}`).not.toBeNull();
+          const sent = crashMessage(Number(m![1]), Number(m![2]));
+          expect(eml.equals(storedBytes(sent.raw)), `message.eml of ${row.subject}`).toBe(true);
+          expect(data.equals(sent.attachment), `data.bin of ${row.subject}`).toBe(true);
+          expect(JSON.parse(json.toString('utf8')).subject).toBe(row.subject);
+        };
+        for (let i = 0; i < rows.length; i += 8) await Promise.all(rows.slice(i, i + 8).map(checkRow));
+        expect(await listFiles(base, key, box.id, { q: '_email/' })).toHaveLength(rows.length * 3);
+        const mailbox = await (await fetch(`${base}/v1/mailboxes/${box.id}`, { headers: { authorization: `Bearer ${key}`, accept: 'application/json' } })).json();
+        expect(mailbox.data.mailbox.email.message_count).toBe(rows.length);
+        return rows.length;
+      };
+
+      const first = await deliverUntilKilled(1, 'ack');
+      const afterFirst = await verifyAfterCrash();
+      const second = await deliverUntilKilled(2, 'data');
+      const afterSecond = await verifyAfterCrash();
+      console.log(
+        `[${kind}] kill at a 250: ${first.ackedThisRound} acknowledged, ${first.inFlightAtKill} senders in flight; ` +
+          `kill mid-store: ${second.ackedThisRound} acknowledged, ${second.inFlightAtKill} in flight; ${afterSecond} stored in all (${afterSecond - afterFirst} in round 2)`,
+      );
+
+      // And it takes mail again.
+      const smtp = await RawSmtp.open(server.smtpPort);
+      try {
+        const res = await smtp.send({ from: 'crash@example.com', to: [box.email.address], raw: crashMessage(999, 0).raw });
+        expect(res.code, res.text).toBe(250);
+      } finally {
+        await smtp.quit();
+      }
+      const database = await openDatabase(databaseUrl, schema);
+      try {
+        expect(await assertWholeMailbox(database.db, box.id, path.join(dataDir, 'blobs'))).toHaveLength(afterSecond + 1);
+      } finally {
+        await database.close();
+      }
+    }, 120_000);
+  });
+}
