@@ -27,6 +27,8 @@ export interface TaskDefinition {
   backoffMs?: (attempt: number) => number;
   /** How long a claimed job may run before another worker may take it over. */
   leaseMs?: number;
+  /** At most one job of this task runs at a time in this worker (sweeps that handle "everything pending"). */
+  exclusive?: boolean;
 }
 
 export interface RecurringTask {
@@ -62,6 +64,7 @@ export class Worker {
   private recurring: RecurringTask[] = [];
   private lastPeriod = new Map<string, number>();
   private running = 0;
+  private runningByTask = new Map<string, number>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private recurringTimer: NodeJS.Timeout | undefined;
@@ -145,7 +148,8 @@ export class Worker {
         const free = (this.opts.concurrency ?? 4) - this.running;
         if (free <= 0 || this.stopped) break;
         const leaseMs = Math.max(...[...this.tasks.values()].map((t) => t.leaseMs ?? 60_000));
-        const jobs = await claimJobs(this.opts.db, this.opts.dialect, this.id, [...this.tasks.keys()], this.opts.now(), leaseMs, free);
+        const claimable = [...this.tasks.entries()].filter(([task, def]) => !def.exclusive || !this.runningByTask.get(task)).map(([task]) => task);
+        const jobs = await claimJobs(this.opts.db, this.opts.dialect, this.id, claimable, this.opts.now(), leaseMs, free);
         for (const job of jobs) void this.run(job);
         if (jobs.length === free) this.pumpAgain = true;
       } while (this.pumpAgain && !this.stopped);
@@ -159,6 +163,7 @@ export class Worker {
 
   private async run(job: JobsTable): Promise<void> {
     this.running++;
+    this.runningByTask.set(job.task, (this.runningByTask.get(job.task) ?? 0) + 1);
     const def = this.tasks.get(job.task)!;
     try {
       await def.handler(JSON.parse(job.payload), job);
@@ -176,6 +181,7 @@ export class Worker {
       if (retryAt === null) this.opts.log.error({ err, task: job.task, job: job.id }, 'job failed permanently');
     } finally {
       this.running--;
+      this.runningByTask.set(job.task, (this.runningByTask.get(job.task) ?? 1) - 1);
       if (this.running === 0) for (const w of this.idleWaiters.splice(0)) w();
       this.wake();
     }

@@ -190,6 +190,8 @@ export function registerLabeler(worker: Worker, deps: AppDeps, provider: LabelPr
     // Withheld mail waits on this job: retry soon (1 s, 2 s, 4 s … at most 30 s).
     backoffMs: (attempt) => Math.min(30_000, 1000 * 2 ** Math.max(0, attempt - 1)),
     leaseMs: 60_000,
+    // One sweep at a time: two would label the same pending emails twice.
+    exclusive: true,
   });
 }
 
