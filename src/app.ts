@@ -15,11 +15,14 @@ import { createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
+import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
+import { registerSiteTasks } from './sites/tasks.ts';
+import { siteOrigin } from './sites/urls.ts';
 import { registerOutboundTasks } from './outbound/tasks.ts';
 
 export interface StartedApp {
-  urls: { http: string | null; smtp: string | null };
-  ports: { http: number | null; smtp: number | null };
+  urls: { http: string | null; smtp: string | null; sites: string | null };
+  ports: { http: number | null; smtp: number | null; sites: number | null };
   deps: AppDeps;
 }
 
@@ -44,6 +47,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let smtp: SMTPServer | undefined;
   let worker: Worker | null = null;
   let boundHttp: string | null = null;
+  let sites: SitesServer | undefined;
 
   return {
     async start() {
@@ -70,6 +74,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         blobs: createBlobStore(config),
         jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
+        siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),
       };
       let httpPort: number | null = null;
       if (config.roles.includes('api')) {
@@ -91,17 +96,24 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         const addr = smtp.server.address();
         smtpPort = typeof addr === 'object' && addr ? addr.port : config.smtpPort;
       }
+      if (config.roles.includes('sites')) sites = await startSitesServer(deps, config.httpHost, config.sitesPort, logger);
       if (worker) {
         registerMaintenance(worker, deps);
+        registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }
       const smtpHost = config.smtpHost.includes(':') ? `[${config.smtpHost}]` : config.smtpHost;
-      return { urls: { http: boundHttp, smtp: smtpPort === null ? null : `smtp://${smtpHost === '0.0.0.0' ? '127.0.0.1' : smtpHost}:${smtpPort}` }, ports: { http: httpPort, smtp: smtpPort }, deps };
+      return {
+        urls: { http: boundHttp, smtp: smtpPort === null ? null : `smtp://${smtpHost === '0.0.0.0' ? '127.0.0.1' : smtpHost}:${smtpPort}`, sites: sites ? deps.siteUrl('www').replace('//www.', '//') : null },
+        ports: { http: httpPort, smtp: smtpPort, sites: sites?.port ?? null },
+        deps,
+      };
     },
     async stop() {
       if (smtp) await new Promise<void>((resolve) => smtp!.close(() => resolve()));
+      await sites?.close();
       await http?.close();
       await worker?.stop();
       await database?.close();

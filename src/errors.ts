@@ -104,6 +104,14 @@ export const ERROR_CATALOGUE = {
   EMAIL_DOMAIN_IN_USE: { status: 409, message: 'Mailbox addresses still use this domain; move or delete them first.' },
   EMAIL_DOMAIN_SETUP_RATE_LIMITED: { status: 429, message: 'Too many domain setup requests; retry after the given number of seconds.' },
   EMAIL_DOMAIN_DNS_UNAVAILABLE: { status: 503, message: 'DNS could not be queried just now; retry later.' },
+  // website publishing (src/sites)
+  WEBSITE_PUBLISHING_DISABLED: { status: 403, message: 'Website publishing is disabled for this account; an operator can enable it.' },
+  PUBLICATION_UPGRADE_REQUIRED: { status: 403, message: 'This setting needs a paid plan on the main site; publish a preview, upgrade, or publish publicly.' },
+  PUBLICATION_NOT_FOUND: { status: 404, message: 'Publication not found.' },
+  PUBLICATION_NOT_RETRYABLE: { status: 409, message: 'Only a failed build can be retried.' },
+  SITE_SLUG_TAKEN: { status: 409, message: 'Another bucket already uses this site slug.' },
+  SITE_LIMIT_REACHED: { status: 403, message: 'The plan allows no more live websites.' },
+  BUCKET_PUBLISHED: { status: 409, message: 'The bucket has a website; unpublish it and wait until publish_state is no longer unpublishing.' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

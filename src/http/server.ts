@@ -13,6 +13,7 @@ import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/acco
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
+import { registerPublicationRoutesA } from '../sites/publications.routes.ts';
 import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
@@ -121,6 +122,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       a.addHook('onRequest', authenticate);
       registerAccountRoutesA(a as any, deps);
       registerBucketRoutesA(a as any);
+      registerPublicationRoutesA(a as any);
       registerBucketFileRoutesA(a as any);
       registerUploadSessionRoutesA(a as any);
     },

@@ -235,10 +235,14 @@ export async function archiveMailbox(ctx: RequestCtx, mailboxId: string, input: 
   const loaded = await loadMailbox(ctx, input.accountId, mailboxId, 'write');
   assertMutable(loaded.access);
   if (loaded.mailbox.archived_at) return loaded;
+  const websiteBlock = () => new AppError('BUCKET_PUBLISHED', undefined, { mailbox_id: mailboxId, site_state: loaded.mailbox.site_state, required_action: 'unpublish_first' });
+  if (loaded.mailbox.site_state) throw websiteBlock();
   const now = ctx.now();
   await ctx.db.transaction().execute(async (trx) => {
     // Archived mailboxes give up their title key so an active mailbox may take the title.
-    await trx.updateTable('mailboxes').set({ archived_at: iso(now), title_key: null, updated_at: iso(now) }).where('id', '=', mailboxId).execute();
+    // A website (src/sites) must be unpublished first; checked in the update so a publish racing it loses.
+    const res = await trx.updateTable('mailboxes').set({ archived_at: iso(now), title_key: null, updated_at: iso(now) }).where('id', '=', mailboxId).where('site_state', 'is', null).executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) throw websiteBlock();
     await recordActivity(trx, ctx.actor, now, { accountId: loaded.mailbox.account_id, action: 'mailbox.archive', targetType: 'mailbox', targetId: mailboxId, reason: input.reason });
   });
   return { ...loaded, mailbox: (await findMailbox(ctx.db, loaded.mailbox.account_id, mailboxId))! };
