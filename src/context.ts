@@ -20,6 +20,8 @@ export interface AppDeps {
   jobs: Jobs;
   /** Base URL for links shown to people and clients (CUBBY_PUBLIC_URL or the bound address). */
   publicUrl: () => string;
+  /** Origin of a published site by host label (`<slug>` or `preview-<slug>`): see src/sites/urls.ts. */
+  siteUrl: (label: string) => string;
 }
 
 /** Who is acting, for activity history. */

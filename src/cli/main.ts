@@ -125,4 +125,16 @@ admin
     }),
   );
 
+admin
+  .command('set-publishing')
+  .description('Switch website publishing on or off for an account (off for new accounts)')
+  .requiredOption('--account <id>')
+  .addOption(new Option('--enabled <bool>').choices(['true', 'false']).makeOptionMandatory())
+  .action((o) =>
+    withDatabase(async (db) => {
+      const { setWebsitePublishing } = await import('../sites/admin.ts');
+      return setWebsitePublishing(db, o.account, o.enabled === 'true', new Date());
+    }),
+  );
+
 await program.parseAsync(process.argv);

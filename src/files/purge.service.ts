@@ -52,6 +52,8 @@ export async function collectGarbageBlobs(db: Kysely<DB>, blobs: BlobStore, now:
     .where(({ not, exists, selectFrom }) =>
       not(exists(selectFrom('file_versions').select('file_versions.id').whereRef('file_versions.sha256', '=', 'blobs.sha256'))),
     )
+    // Published site bundles (src/sites): generated pages and gzip/brotli variants.
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('site_bundle_blobs').select('site_bundle_blobs.bundle_id').whereRef('site_bundle_blobs.sha256', '=', 'blobs.sha256'))))
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(

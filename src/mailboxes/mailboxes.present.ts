@@ -19,7 +19,10 @@ export function mailboxActions(m: MailboxRow, perms: Permissions, access: Accoun
   const blocked = accountBlock(access);
   const archived = m.archived_at !== null;
   return {
-    archive: action(!blocked && !archived && perms.write, blocked ?? (archived ? 'already_archived' : 'permission_denied')),
+    // A bucket with a website is unpublished first (src/sites): its site_state is null again after.
+    archive: m.site_state && !archived
+      ? action(false, 'website_published', 'unpublish_first')
+      : action(!blocked && !archived && perms.write, blocked ?? (archived ? 'already_archived' : 'permission_denied')),
     unarchive: action(!blocked && archived && perms.admin, blocked ?? (!archived ? 'not_archived' : 'admin_required')),
     delete: action(
       !blocked && archived && perms.admin,
@@ -124,8 +127,8 @@ export function presentBucket(ctx: RequestCtx, m: MailboxRow, perms: Permissions
     tag_paths: JSON.parse(m.tag_paths),
     archived,
     archived_at: m.archived_at,
-    published: false,
-    public_url: null,
+    published: m.site_state === 'published',
+    public_url: m.site_state === 'published' && m.site_slug ? ctx.siteUrl(m.site_slug) : null,
     dashboard_url: `${ctx.publicUrl()}/mailboxes/${m.id}`,
     inbound_email: presentInboundEmail(m, access, opts.includeInboundEmail),
     github_sync: null,

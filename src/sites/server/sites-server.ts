@@ -1,0 +1,134 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AppDeps } from '../../context.ts';
+import { labelFromHost } from '../urls.ts';
+import { SiteCache, type FileEntry, type Site } from './site-cache.ts';
+import { baseHeaders, serveEntry } from './serve-file.ts';
+import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
+import { emailPage, noSitePage, notFoundPage, passwordPage } from './pages.ts';
+
+// The sites server: published websites on their own origin (never the dashboard's, so a site's
+// scripts can never read the dashboard's cookies), routed by the Host header. Plain node:http: each
+// request is a Map lookup and a write from memory on the hot path.
+
+const FORM_LIMIT = 8 * 1024;
+const ROBOTS_NOINDEX = 'User-agent: *\nDisallow: /\n';
+
+export interface SitesServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+function sendText(res: ServerResponse, site: Site | null, status: number, body: string, type: string, extra: Record<string, string | string[]> = {}) {
+  const bytes = Buffer.from(body);
+  res.writeHead(status, { ...baseHeaders(site), 'content-type': type, 'content-length': String(bytes.length), 'cache-control': 'no-store', ...extra });
+  res.end(bytes);
+}
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
+  if (!/^application\/x-www-form-urlencoded\b/i.test(String(req.headers['content-type'] ?? ''))) return null;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > FORM_LIMIT) return null;
+    chunks.push(chunk as Buffer);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** A path without a file extension looks like a route of a single-page app. */
+function looksLikeRoute(path: string): boolean {
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  return !last.includes('.') || /\.html?$/i.test(last);
+}
+
+function lookup(site: Site, path: string): FileEntry | { redirect: string } | null {
+  const files = site.bundle.files;
+  if (path === '') return files.get(site.bundle.entryPath) ?? null;
+  const hit = files.get(path);
+  if (hit) return hit;
+  if (path.endsWith('/')) return files.get(`${path}index.html`) ?? files.get(`${path}index.htm`) ?? null;
+  if (files.has(`${path}/index.html`) || files.has(`${path}/index.htm`)) return { redirect: `/${path}/` };
+  return files.get(`${path}.html`) ?? null;
+}
+
+export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }) {
+  const secure = deps.config.sitesHost !== undefined && deps.config.publicUrl?.startsWith('https:') === true;
+  const scheme = secure ? 'https' : 'http';
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const label = labelFromHost(deps.config, req.headers.host);
+    const method = req.method ?? 'GET';
+    let site = label ? cache.peek(label) : null;
+    if (site === undefined) site = await cache.resolve(label!);
+    if (site && site.expiresAt !== null && site.expiresAt <= deps.now().getTime()) site = null;
+    if (!site) return sendText(res, null, 404, method === 'HEAD' ? '' : noSitePage(), 'text/html; charset=utf-8');
+
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    const query = q < 0 ? '' : url.slice(q + 1);
+    let path: string;
+    try {
+      path = decodeURIComponent(rawPath).slice(1);
+    } catch {
+      return sendText(res, site, 400, 'Bad request', 'text/plain; charset=utf-8');
+    }
+    if (!rawPath.startsWith('/') || path.includes('\0') || path.split('/').some((s) => s === '..' || s === '.')) return sendText(res, site, 400, 'Bad request', 'text/plain; charset=utf-8');
+
+    if (method === 'POST' && path.startsWith('.cubby/')) {
+      // Forms post only from the site's own pages.
+      const origin = req.headers.origin;
+      if (origin && origin !== 'null' && new URL(origin).host !== req.headers.host) return sendText(res, site, 403, 'Forbidden', 'text/plain; charset=utf-8');
+      const form = await readForm(req);
+      if (!form) return sendText(res, site, 400, 'Bad request', 'text/plain; charset=utf-8');
+      const send: Send = (status, body, headers = {}) => sendText(res, site, status, body, 'text/html; charset=utf-8', headers);
+      if (path === '.cubby/password' && site.accessMode === 'password') return postPassword(deps, site, req, form, send, secure);
+      if (path === '.cubby/email' && site.accessMode === 'require_email') return postEmail(deps, site, req, form, send, `${scheme}://${req.headers.host}`);
+      if (path === '.cubby/code' && site.accessMode === 'require_email') return postCode(deps, site, req, form, send, secure);
+      return sendText(res, site, 404, notFoundPage(true), 'text/html; charset=utf-8');
+    }
+    if (method !== 'GET' && method !== 'HEAD') return sendText(res, site, 405, 'Method not allowed', 'text/plain; charset=utf-8', { allow: 'GET, HEAD' });
+    if (path === 'robots.txt' && site.noindex) return sendText(res, site, 200, ROBOTS_NOINDEX, 'text/plain; charset=utf-8');
+
+    if (site.accessMode !== 'public' && !hasAccess(deps, site, req)) {
+      const next = safeNext(url);
+      return sendText(res, site, 401, site.accessMode === 'password' ? passwordPage(next, null) : emailPage(next, null), 'text/html; charset=utf-8');
+    }
+
+    let found = lookup(site, path);
+    if (found && 'redirect' in found) return sendText(res, site, 301, '', 'text/plain; charset=utf-8', { location: found.redirect + (query ? `?${query}` : '') });
+    if (!found && site.siteMode === 'spa' && looksLikeRoute(path)) found = site.bundle.files.get(site.bundle.entryPath) ?? null;
+    if (found) return serveEntry(deps, cache, site, found, req, res, { viewer: query === 'view' || query.startsWith('view&') || query.startsWith('view=') });
+    const custom = site.bundle.files.get('404.html');
+    if (custom) return serveEntry(deps, cache, site, custom, req, res, { status: 404 });
+    return sendText(res, site, 404, method === 'HEAD' ? '' : notFoundPage(site.noindex), 'text/html; charset=utf-8');
+  };
+
+  return (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((err) => {
+      log.error({ err }, 'sites server request failed');
+      if (!res.headersSent) sendText(res, null, 500, 'Internal error', 'text/plain; charset=utf-8');
+      else res.destroy();
+    });
+  };
+}
+
+export async function startSitesServer(deps: AppDeps, host: string, port: number, log: { error: (o: unknown, m: string) => void }): Promise<SitesServer> {
+  const cache = new SiteCache(deps);
+  const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, createSitesHandler(deps, cache, log));
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    async close() {
+      cache.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import type { Config } from '../config.ts';
+import type { PublicationKind } from './sites.schema.ts';
+
+// Sites live on their own origin, never the dashboard's: `<label>.<sites host>`, where the label is
+// the slug (main site) or `preview-<slug>`. Default host: `localhost` on the sites port (browsers
+// and curl send *.localhost to loopback); CUBBY_SITES_HOST names the production domain (for
+// example `sites.example.com`, served behind the same TLS proxy as CUBBY_PUBLIC_URL).
+
+export function hostLabel(kind: PublicationKind, slug: string): string {
+  return kind === 'preview' ? `preview-${slug}` : slug;
+}
+
+/** The origin of a site, e.g. `http://docs.localhost:8081` or `https://docs.sites.example.com`. */
+export function siteOrigin(config: Config, label: string, boundPort: number | null): string {
+  if (config.sitesHost) {
+    const scheme = config.publicUrl?.startsWith('https:') ? 'https' : 'http';
+    return `${scheme}://${label}.${config.sitesHost}`;
+  }
+  return `http://${label}.localhost:${boundPort ?? config.sitesPort}`;
+}
+
+/** The host label a request is for, from its Host header, or null when it is not one of ours. */
+export function labelFromHost(config: Config, hostHeader: string | undefined): string | null {
+  if (!hostHeader) return null;
+  const host = hostHeader.toLowerCase().replace(/\.$/, '');
+  const suffix = config.sitesHost ? `.${config.sitesHost.toLowerCase()}` : '.localhost';
+  // With CUBBY_SITES_HOST the port (if any) is part of the configured host; by default any port.
+  const name = config.sitesHost ? host : host.replace(/:\d+$/, '');
+  if (!name.endsWith(suffix)) return null;
+  const label = name.slice(0, -suffix.length);
+  return /^[a-z0-9-]{1,63}$/.test(label) ? label : null;
+}
