@@ -19,6 +19,8 @@ import { startSitesServer, type SitesServer } from './sites/server/sites-server.
 import { registerSiteTasks } from './sites/tasks.ts';
 import { siteOrigin } from './sites/urls.ts';
 import { registerOutboundTasks } from './outbound/tasks.ts';
+import { attachEvents, type EventsOptions, type EventsRuntime } from './events/runtime.ts';
+import { registerEventTasks } from './webhooks/tasks.ts';
 
 export interface StartedApp {
   urls: { http: string | null; smtp: string | null; sites: string | null };
@@ -38,6 +40,8 @@ export interface AppOptions {
   resolver?: DnsResolver;
   /** Port of recipients' MX hosts for outbound mail (25; tests run their own SMTP server). */
   mxPort?: number;
+  /** Webhook DNS and retry policy, live-channel intervals and limits (tests). */
+  events?: EventsOptions;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -48,6 +52,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let worker: Worker | null = null;
   let boundHttp: string | null = null;
   let sites: SitesServer | undefined;
+  let events: EventsRuntime | undefined;
 
   return {
     async start() {
@@ -76,6 +81,8 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
         siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),
       };
+      events = attachEvents(deps, { resolver: options.resolver, ...options.events }, logger);
+      await events.start();
       let httpPort: number | null = null;
       if (config.roles.includes('api')) {
         http = await buildHttpServer(deps, logger);
@@ -101,6 +108,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerMaintenance(worker, deps);
         registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
+        registerEventTasks(worker, deps);
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }
@@ -113,6 +121,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     },
     async stop() {
       if (smtp) await new Promise<void>((resolve) => smtp!.close(() => resolve()));
+      await events?.stop();
       await sites?.close();
       await http?.close();
       await worker?.stop();

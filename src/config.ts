@@ -65,6 +65,9 @@ const envSchema = withBlobEnvChecks(z.object({
   // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Webhooks: private destinations only for tests and local development; extra trusted CA (PEM file).
+  CUBBY_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  CUBBY_WEBHOOK_CA_FILE: z.string().min(1).optional(),
   // Sending (src/outbound): a relay (smtp://user:pass@host:port, smtps:// for implicit TLS) for mail to
   // other domains, else direct MX delivery; a DKIM key for the platform mail domain; the per-mailbox rate.
   CUBBY_SMTP_RELAY_URL: z.string().regex(/^smtps?:\/\/([^@\/\s]+@)?[^:@\/\s]+(:\d{1,5})?\/?$/, 'must be smtp://[user:pass@]host[:port] or smtps://…').optional(),
@@ -113,6 +116,8 @@ export interface Config {
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number };
+  readonly webhookAllowPrivate: boolean;
+  readonly webhookCaFile: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -156,6 +161,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.CUBBY_LOG_LEVEL,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
+    webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
+    webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

@@ -112,6 +112,8 @@ export const ERROR_CATALOGUE = {
   SITE_SLUG_TAKEN: { status: 409, message: 'Another bucket already uses this site slug.' },
   SITE_LIMIT_REACHED: { status: 403, message: 'The plan allows no more live websites.' },
   BUCKET_PUBLISHED: { status: 409, message: 'The bucket has a website; unpublish it and wait until publish_state is no longer unpublishing.' },
+  // webhooks and the live subscription (src/webhooks, src/live)
+  INVALID_EMAIL_WEBHOOK: { status: 422, message: 'webhook_url must be a public HTTPS URL of at most 2048 bytes, without user name, password or fragment.' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -19,6 +19,8 @@ import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
+import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
+import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
@@ -114,6 +116,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerFileRoutesR(r as any);
       registerEmailRoutesR(r as any);
       registerUploadSessionRoutesR(r as any);
+      registerWebhookRoutesR(r as any);
+      registerLiveRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -140,6 +144,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
   app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
 
   await registerBlobRoutes(app as any, deps);
+  await registerCable(app as any, deps);
   await registerWeb(app as any, deps);
   return app;
 }

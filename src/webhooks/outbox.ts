@@ -1,0 +1,46 @@
+import type { Kysely } from 'kysely';
+import type { AppDeps } from '../context.ts';
+import type { DB, EventsTable } from '../db/schema.ts';
+import type { WebhookDeliveriesTable } from './webhooks.schema.ts';
+import { eventsId } from '../events/ids.ts';
+
+export const DISPATCH_TASK = 'webhooks.dispatch';
+export const RETRY_TASK = 'webhooks.retry';
+
+/**
+ * Inside the transaction that records events: one pending delivery per event whose mailbox has a
+ * webhook, and a dispatch job per webhook to make the first attempts. Both exist exactly when the
+ * events do (the outbox); delivery ids are monotonic, so they also give the order of first attempts.
+ */
+export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[]): Promise<void> {
+  if (!rows.length) return;
+  const mailboxIds = [...new Set(rows.map((r) => r.mailbox_id))];
+  const hooks = await trx.selectFrom('webhooks').select(['id', 'mailbox_id']).where('mailbox_id', 'in', mailboxIds).execute();
+  if (!hooks.length) return;
+  const hookOf = new Map(hooks.map((h) => [h.mailbox_id, h.id]));
+  const deliveries: WebhookDeliveriesTable[] = [];
+  for (const r of rows) {
+    const webhookId = hookOf.get(r.mailbox_id);
+    if (!webhookId) continue;
+    deliveries.push({
+      id: eventsId('whd'),
+      webhook_id: webhookId,
+      mailbox_id: r.mailbox_id,
+      account_id: r.account_id,
+      event_id: r.id,
+      event_type: r.type,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: r.created_at,
+      last_status_code: null,
+      last_error: null,
+      job_id: null,
+      // The retry window starts when the event happened.
+      created_at: r.created_at,
+      updated_at: r.created_at,
+      finished_at: null,
+    });
+  }
+  await trx.insertInto('webhook_deliveries').values(deliveries).execute();
+  for (const webhookId of new Set(deliveries.map((d) => d.webhook_id))) await deps.jobs.enqueue(trx, DISPATCH_TASK, { webhook_id: webhookId });
+}
