@@ -3,11 +3,12 @@ import { reachableAccounts, selectAccount, type AccountAccess } from '../auth/ac
 import { presentAccountIdentity, presentStatusAccount } from './accounts.present.ts';
 import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
 import { toAccess } from '../auth/access.ts';
+import { connectionDetails, type ConnectionDetails } from '../agent-auth/connection-status.ts';
 
 const RENEWAL_WINDOW_MS = 7 * 86_400_000;
 
 /** The connection record: what this credential is and whether it should be renewed. */
-export function presentConnection(ctx: RequestCtx, access: AccountAccess, mailboxIds: { visible: string[]; denied: string[] }) {
+export function presentConnection(ctx: RequestCtx, access: AccountAccess, mailboxIds: { visible: string[]; denied: string[] }, agent: ConnectionDetails | null = null) {
   const cred = ctx.credential;
   const now = ctx.now().getTime();
   const expiresSoon = cred.expiresAt !== null && Date.parse(cred.expiresAt) - now < RENEWAL_WINDOW_MS;
@@ -15,7 +16,8 @@ export function presentConnection(ctx: RequestCtx, access: AccountAccess, mailbo
   return {
     api_key_id: cred.keyId,
     label: cred.label,
-    token_type: cred.tokenType === 'api' ? 'api' : null,
+    // An OAuth access token is not an API key: null.
+    token_type: cred.tokenType === 'api' && cred.authMethod !== 'oauth' ? 'api' : null,
     scope: cred.scope,
     expires_at: cred.expiresAt,
     last_used_at: cred.lastUsedAt,
@@ -26,7 +28,7 @@ export function presentConnection(ctx: RequestCtx, access: AccountAccess, mailbo
     permissions: access.permissions,
     agent: ctx.actor.agent && Object.values(ctx.actor.agent).some((v) => v !== null) ? ctx.actor.agent : null,
     transport: cred.transport,
-    renewal: {
+    renewal: agent?.renewal ?? {
       recommended: expiresSoon,
       next_action: expiresSoon ? 'create_new_key' : 'none',
       browser_url: `${ctx.publicUrl()}/settings/api_keys`,
@@ -70,7 +72,7 @@ export async function loadStatus(ctx: RequestCtx, selector: string | undefined) 
     accounts,
     server_version: SERVER_VERSION,
     client_version: CLIENT_VERSION,
-    connection: presentConnection(ctx, access, { visible: liveGranted, denied: deniedGranted }),
+    connection: presentConnection(ctx, access, { visible: liveGranted, denied: deniedGranted }, await connectionDetails(ctx)),
     onboarding_state: onboarding,
     user: { id: ctx.credential.user.id, email: ctx.credential.user.email, name: ctx.credential.user.name },
     dashboard_url: `${ctx.publicUrl()}/`,

@@ -3,6 +3,9 @@ import type { DB, MailboxAccess, PlanName, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { randomToken, sha256Hex } from '../ids.ts';
 import { iso } from '../time.ts';
+import type { ConnectionKind } from '../agent-auth/agent-auth.schema.ts';
+import { isAccessToken } from '../oauth/tokens.ts';
+import { revokeConnection } from '../agent-auth/connections.service.ts';
 
 export const API_KEY_PREFIX = 'cubby_';
 const KEY_BODY = /^cubby_[A-Za-z0-9]{40}$/;
@@ -25,6 +28,12 @@ export interface Credential {
   plan: PlanName;
   expiresAt: string | null;
   lastUsedAt: string | null;
+  /** How this request authenticated: an API key (also when absent), or an OAuth access token. */
+  authMethod?: 'api_key' | 'oauth';
+  /** The agent connection behind the key (email code, grant, OAuth), or null for dashboard keys. */
+  connection?: { id: string; kind: ConnectionKind } | null;
+  /** RFC 8707 resource the OAuth access token was issued for; null for API keys. */
+  resource?: string | null;
 }
 
 export interface AgentInfo {
@@ -45,22 +54,76 @@ export function generateApiKey(): { token: string; hash: string; hint: string } 
 // last_used_at is written at most once a minute per key so that reads stay reads.
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** Resolves a bearer token to a credential, or throws 401 with a precise code. */
-export async function authenticateApiKey(db: Kysely<DB>, token: string | undefined, agent: AgentInfo, now: Date): Promise<Credential> {
-  if (!token) throw new AppError('UNAUTHENTICATED', 'Send Authorization: Bearer <API key>.');
-  if (!KEY_BODY.test(token)) throw new AppError('UNAUTHENTICATED');
-  const row = await db
+function keyQuery(db: Kysely<DB>) {
+  return db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
     .selectAll('api_keys')
     .innerJoin('accounts', 'accounts.id', 'api_keys.default_account_id')
-    .select(['users.email as user_email', 'users.name as user_name', 'accounts.plan as plan'])
-    .where('token_hash', '=', sha256Hex(token))
-    .executeTakeFirst();
+    .leftJoin('agent_connections', 'agent_connections.api_key_id', 'api_keys.id')
+    .leftJoin('memberships', (j) => j.onRef('memberships.account_id', '=', 'api_keys.default_account_id').onRef('memberships.user_id', '=', 'api_keys.user_id'))
+    .select([
+      'users.email as user_email',
+      'users.name as user_name',
+      'accounts.plan as plan',
+      'agent_connections.id as connection_id',
+      'agent_connections.kind as connection_kind',
+      'memberships.role as member_role',
+    ]);
+}
+type KeyRow = NonNullable<Awaited<ReturnType<ReturnType<typeof keyQuery>['executeTakeFirst']>>>;
+
+/**
+ * Resolves a bearer token to a credential, or throws 401 with a precise code. Two kinds of
+ * token authenticate, both here: API keys (`cubby_` + 40) and OAuth access tokens, which act
+ * through their connection's backing key and so get exactly the same tenancy and permissions.
+ */
+export async function authenticateApiKey(db: Kysely<DB>, token: string | undefined, agent: AgentInfo, now: Date): Promise<Credential> {
+  if (!token) throw new AppError('UNAUTHENTICATED', 'Send Authorization: Bearer <API key or OAuth access token>.');
+  if (isAccessToken(token)) return authenticateAccessToken(db, token, agent, now);
+  if (!KEY_BODY.test(token)) throw new AppError('UNAUTHENTICATED');
+  const row = await keyQuery(db).where('api_keys.token_hash', '=', sha256Hex(token)).executeTakeFirst();
   if (!row) throw new AppError('UNAUTHENTICATED');
   if (row.revoked_at) throw new AppError('API_KEY_REVOKED');
   if (row.expires_at && Date.parse(row.expires_at) <= now.getTime()) throw new AppError('API_KEY_EXPIRED');
+  await assertConnectionMember(db, row, now);
+  return finishCredential(db, row, agent, now, { authMethod: 'api_key', expiresAt: row.expires_at, transport: row.transport });
+}
 
+async function authenticateAccessToken(db: Kysely<DB>, token: string, agent: AgentInfo, now: Date): Promise<Credential> {
+  const invalid = () => new AppError('UNAUTHENTICATED', 'This OAuth access token is invalid, expired or revoked; refresh it or authorize again.');
+  const tok = await db
+    .selectFrom('oauth_tokens')
+    .innerJoin('agent_connections', 'agent_connections.id', 'oauth_tokens.connection_id')
+    .select(['oauth_tokens.expires_at', 'oauth_tokens.revoked_at', 'oauth_tokens.resource', 'agent_connections.api_key_id', 'agent_connections.revoked_at as connection_revoked_at'])
+    .where('oauth_tokens.token_hash', '=', sha256Hex(token))
+    .where('oauth_tokens.kind', '=', 'access')
+    .executeTakeFirst();
+  if (!tok || tok.revoked_at || tok.connection_revoked_at || Date.parse(tok.expires_at) <= now.getTime()) throw invalid();
+  const row = await keyQuery(db).where('api_keys.id', '=', tok.api_key_id).executeTakeFirst();
+  if (!row || row.revoked_at) throw invalid();
+  await assertConnectionMember(db, row, now);
+  return finishCredential(db, row, agent, now, { authMethod: 'oauth', expiresAt: tok.expires_at, transport: 'oauth', resource: tok.resource });
+}
+
+/**
+ * Only an owner or administrator can hold an agent connection: once the membership is gone
+ * or reduced to collaborator, the connection and everything issued with it is revoked.
+ */
+async function assertConnectionMember(db: Kysely<DB>, row: KeyRow, now: Date): Promise<void> {
+  if (!row.connection_id) return;
+  if (row.member_role === 'owner' || row.member_role === 'administrator') return;
+  await revokeConnection(db, row.connection_id, 'membership_changed', now);
+  throw new AppError('API_KEY_REVOKED', 'This connection was revoked: its owner is no longer an owner or administrator of the account.');
+}
+
+async function finishCredential(
+  db: Kysely<DB>,
+  row: KeyRow,
+  agent: AgentInfo,
+  now: Date,
+  how: { authMethod: 'api_key' | 'oauth'; expiresAt: string | null; transport: string; resource?: string },
+): Promise<Credential> {
   const [accounts, mailboxes] = await Promise.all([
     db.selectFrom('api_key_accounts').select('account_id').where('api_key_id', '=', row.id).execute(),
     db.selectFrom('api_key_mailboxes').select(['mailbox_id', 'permission']).where('api_key_id', '=', row.id).execute(),
@@ -80,18 +143,22 @@ export async function authenticateApiKey(db: Kysely<DB>, token: string | undefin
     keyId: row.id,
     user: { id: row.user_id, email: row.user_email, name: row.user_name },
     label: row.label,
-    tokenType: row.token_type,
+    // An OAuth access token is not an API key: status reports its token_type as null.
+    tokenType: how.authMethod === 'oauth' ? 'oauth' : row.token_type,
     scope: row.scope,
     mailboxAccess: row.mailbox_access,
     mailboxPermissions: Object.fromEntries(mailboxes.map((m) => [m.mailbox_id, m.permission])),
     defaultAccountId: row.default_account_id,
     grantedAccountIds: accounts.map((a) => a.account_id),
     includeClientAccounts: row.include_client_accounts === 1,
-    transport: row.transport,
+    transport: how.transport,
     plan: row.plan,
-    expiresAt: row.expires_at,
+    expiresAt: how.expiresAt,
     // This request is a use: report it, not the use before it.
     lastUsedAt: lastUsedAt ?? iso(now),
+    authMethod: how.authMethod,
+    connection: row.connection_id ? { id: row.connection_id, kind: row.connection_kind! } : null,
+    resource: how.resource ?? null,
   };
 }
 

@@ -37,6 +37,17 @@ export interface CreateKeyInput {
 
 /** Issues an API key; the token is returned once and only its hash is stored. */
 export async function createApiKey(db: Kysely<DB>, input: CreateKeyInput, actor: Actor, now: Date) {
+  const prepared = await prepareApiKey(db, input, now);
+  return db.transaction().execute((trx) => insertApiKey(trx, prepared, actor, now));
+}
+
+export type PreparedApiKey = Awaited<ReturnType<typeof prepareApiKey>>;
+
+/**
+ * Checks a key request (membership, label, mailboxes, expiry, plan limit) without writing.
+ * Agent connections call this and insertApiKey inside their own transaction.
+ */
+export async function prepareApiKey(db: Kysely<DB>, input: CreateKeyInput, now: Date) {
   const membership = await db
     .selectFrom('memberships')
     .innerJoin('accounts', 'accounts.id', 'memberships.account_id')
@@ -70,41 +81,44 @@ export async function createApiKey(db: Kysely<DB>, input: CreateKeyInput, actor:
   if (limit !== null && Number(live.n) >= limit) {
     throw new AppError('ACCOUNT_CAPACITY_REACHED', `The plan allows at most ${limit} API keys.`, { limit: 'max_api_keys', max: limit });
   }
+  return { input, membership, label, scope, mailboxAccess, perms, expiresAt };
+}
 
+/** Writes a prepared key in the caller's transaction; returns the token (shown once). */
+export async function insertApiKey(trx: Kysely<DB>, p: PreparedApiKey, actor: Actor, now: Date) {
+  const { input, membership, label, scope, mailboxAccess, perms, expiresAt } = p;
   const { token, hash, hint } = generateApiKey();
   const id = newId('key');
-  await db.transaction().execute(async (trx) => {
+  await trx
+    .insertInto('api_keys')
+    .values({
+      id,
+      user_id: input.userId,
+      token_hash: hash,
+      token_hint: hint,
+      label,
+      token_type: input.tokenType ?? 'api',
+      scope,
+      mailbox_access: mailboxAccess,
+      default_account_id: input.accountId,
+      // Whole-account keys of an agency owner reach the agency's client accounts.
+      include_client_accounts: membership.kind === 'agency' && membership.role === 'owner' && mailboxAccess === 'all' ? 1 : 0,
+      transport: input.transport ?? 'api_key',
+      expires_at: expiresAt,
+      revoked_at: null,
+      last_used_at: null,
+      last_used_agent: null,
+      created_at: iso(now),
+    })
+    .execute();
+  await trx.insertInto('api_key_accounts').values({ api_key_id: id, account_id: input.accountId }).execute();
+  if (mailboxAccess === 'selected') {
     await trx
-      .insertInto('api_keys')
-      .values({
-        id,
-        user_id: input.userId,
-        token_hash: hash,
-        token_hint: hint,
-        label,
-        token_type: input.tokenType ?? 'api',
-        scope,
-        mailbox_access: mailboxAccess,
-        default_account_id: input.accountId,
-        // Whole-account keys of an agency owner reach the agency's client accounts.
-        include_client_accounts: membership.kind === 'agency' && membership.role === 'owner' && mailboxAccess === 'all' ? 1 : 0,
-        transport: input.transport ?? 'api_key',
-        expires_at: expiresAt,
-        revoked_at: null,
-        last_used_at: null,
-        last_used_agent: null,
-        created_at: iso(now),
-      })
+      .insertInto('api_key_mailboxes')
+      .values(Object.entries(perms).map(([mailbox_id, permission]) => ({ api_key_id: id, mailbox_id, permission })))
       .execute();
-    await trx.insertInto('api_key_accounts').values({ api_key_id: id, account_id: input.accountId }).execute();
-    if (mailboxAccess === 'selected') {
-      await trx
-        .insertInto('api_key_mailboxes')
-        .values(Object.entries(perms).map(([mailbox_id, permission]) => ({ api_key_id: id, mailbox_id, permission })))
-        .execute();
-    }
-    await recordActivity(trx, actor, now, { accountId: input.accountId, action: 'api_key.create', targetType: 'api_key', targetId: id });
-  });
+  }
+  await recordActivity(trx, actor, now, { accountId: input.accountId, action: 'api_key.create', targetType: 'api_key', targetId: id });
   return { id, token, hint, label, scope, mailboxAccess, accountId: input.accountId, expiresAt };
 }
 

@@ -1,0 +1,78 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as oauth from 'oauth4webapi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { DATABASES, type TestApp } from './harness.ts';
+import { deviceClient, discover, insecure, mcpUrl, oauthError, startClockApp, testClock } from './agent-helpers.ts';
+
+// The device login as a person does it: the CLI side is oauth4webapi, the approval happens in
+// Debian's chromium (playwright-core): sign in, compare the connection id, pick the account,
+// scope and mailboxes, confirm.
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const SCREENSHOTS = process.env.CUBBY_SCREENSHOT_DIR;
+const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
+
+describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? 'device login approved in a browser' : `device login in a browser: skipped, ${CHROMIUM} not found`, () => {
+  for (const kind of DATABASES) {
+    describe(kind, () => {
+      const clock = testClock();
+      let app: TestApp;
+      let context: BrowserContext;
+      let profile: string;
+      beforeAll(async () => {
+        app = await startClockApp(kind, clock);
+        profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-chromium-'));
+        context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+      });
+      afterAll(async () => {
+        await context?.close();
+        if (profile) fs.rmSync(profile, { recursive: true, force: true });
+        await app?.stop();
+      });
+
+      it('approves a device with selected mailboxes; the key reaches only those', async () => {
+        const user = await app.user();
+        const mk = async (title: string) => (await app.request('POST', '/v1/mailboxes', { key: user.key, body: { mailbox: { title } } })).body.data.mailbox.id as string;
+        const shared = await mk('Shared with the agent');
+        const secret = await mk('Private');
+
+        const as = await discover(app);
+        const client = await deviceClient(as, 'Cubby CLI on laptop');
+        const da = await oauth.processDeviceAuthorizationResponse(as, client, await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: 'cubby:mcp', resource: mcpUrl(app) }, insecure));
+        const poll = () => oauth.deviceCodeGrantRequest(as, client, oauth.None(), da.device_code, insecure).then((r) => oauth.processDeviceCodeResponse(as, client, r));
+        expect(await oauthError(poll())).toBe('authorization_pending');
+
+        const page = await context.newPage();
+        try {
+          await page.goto(da.verification_uri_complete!);
+          // Not signed in yet: sign in, then land back on the approval page.
+          await page.getByLabel('Email').fill(user.email);
+          await page.getByLabel('Password').fill('a long test password');
+          await Promise.all([page.waitForURL((u) => u.pathname === '/oauth/device'), page.getByRole('button', { name: 'Sign in' }).click()]);
+          await expect(page.getByTestId('connection-id').textContent()).resolves.toBe(da.user_code);
+          await expect(page.getByText('Cubby CLI on laptop').first().isVisible()).resolves.toBe(true);
+          await page.getByLabel('Scope').selectOption('mailbox_write');
+          await page.getByLabel('Only selected mailboxes').check();
+          await page.getByLabel('Shared with the agent').selectOption('write');
+          if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `device-approval-${kind}.png`), fullPage: true });
+          await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Confirm connection' }).click()]);
+          await page.getByRole('heading', { name: 'Device connected' }).waitFor();
+        } finally {
+          await page.close();
+        }
+
+        clock.advance(6);
+        const tokens = await poll();
+        const key = tokens.cubby_api_key as string;
+        const list = await app.request('GET', '/v1/mailboxes', { key });
+        expect(list.body.data.mailboxes.map((m: { id: string }) => m.id)).toEqual([shared]);
+        expect((await app.request('GET', `/v1/mailboxes/${secret}`, { key: tokens.access_token })).status).toBe(404);
+        const status = await app.request('GET', '/v1/status', { key: tokens.access_token });
+        expect(status.body.data.connection).toMatchObject({ mailbox_access: 'selected', mailbox_ids: [shared], mailbox_permissions: { [shared]: 'write' } });
+      });
+    });
+  }
+});
