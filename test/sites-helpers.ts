@@ -114,3 +114,21 @@ export function siteFetch(url: string, opts: { method?: string; headers?: Record
 export function form(values: Record<string, string>): { headers: Record<string, string>; body: string } {
   return { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(values).toString() };
 }
+
+/** The text of the newest email received by a Cubby mailbox (after the worker delivered it). */
+export async function latestEmailText(app: TestApp, key: string, mailboxId: string): Promise<{ subject: string; text: string } | null> {
+  await app.started.deps.jobs.worker!.drain();
+  const list = await app.request('GET', `/v1/mailboxes/${mailboxId}/emails`, { key, query: { order: 'desc', limit: 1 } });
+  expect(list.status, list.text).toBe(200);
+  const first = list.body.data.emails[0];
+  if (!first) return null;
+  const detail = await app.request('GET', `/v1/mailboxes/${mailboxId}/emails/${first.id}`, { key });
+  expect(detail.status, detail.text).toBe(200);
+  return { subject: detail.body.data.email.subject, text: detail.body.data.email.body_text ?? '' };
+}
+
+/** A stored file the upload API would refuse today (written straight to the database). */
+export async function insertFileRow(app: TestApp, mailboxId: string, accountId: string, path: string) {
+  const { insertEmailFile } = await import('./upload-sessions-helpers.ts');
+  await insertEmailFile(app, mailboxId, accountId, path);
+}

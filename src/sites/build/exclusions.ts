@@ -16,7 +16,7 @@ const EXECUTABLE_EXT = new Set([
   // Windows executables and scripts
   'exe', 'dll', 'com', 'bat', 'cmd', 'scr', 'msi', 'msp', 'mst', 'ps1', 'psm1', 'vbs', 'vbe', 'jse', 'wsf', 'wsh', 'hta', 'cpl', 'pif', 'lnk', 'reg', 'inf',
   // installers and packages of other systems, shell payloads
-  'sh', 'bash', 'zsh', 'command', 'app', 'dmg', 'pkg', 'deb', 'rpm', 'apk', 'appimage', 'run', 'bin', 'elf', 'so', 'dylib', 'jar', 'msix', 'appx', 'xap',
+  'sh', 'bash', 'zsh', 'command', 'app', 'dmg', 'pkg', 'deb', 'rpm', 'apk', 'appimage', 'run', 'elf', 'so', 'dylib', 'jar', 'msix', 'appx', 'xap',
   // keys and secrets
   'pem', 'key', 'p12', 'pfx', 'jks', 'keystore', 'ppk', 'kdbx', 'gpg', 'asc', 'crt', 'cer', 'der', 'p8', 'tfstate',
 ]);
