@@ -3,6 +3,7 @@ import type { Permissions, AccountAccess } from '../auth/access.ts';
 import type { MailboxRow } from './mailboxes.repo.ts';
 import { deleteConfirmation } from './mailboxes.service.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
+import { sendingBlockedReason } from '../outbound/sending-state.ts';
 
 function action(allowed: boolean, blocked_reason: string | null, required_action: string | null = null, confirmation: string | null = null) {
   return { allowed, blocked_reason: allowed ? null : blocked_reason, required_action: allowed ? null : required_action, confirmation };
@@ -50,8 +51,8 @@ function lockOf(m: MailboxRow, now: Date) {
 export function mailboxEmail(m: MailboxRow, perms: Permissions, access: AccountAccess) {
   const archived = m.archived_at !== null;
   const receiving = !archived && m.receiving_enabled === 1;
-  const accountBlocked = accountBlock(access);
-  const sending = !archived && m.sending_enabled === 1 && !accountBlocked;
+  const sendingBlocked = sendingBlockedReason(m, access.account);
+  const sending = sendingBlocked === null;
   return {
     ...(perms.write ? { address: m.address } : {}),
     message_count: Number(m.message_count),
@@ -60,7 +61,7 @@ export function mailboxEmail(m: MailboxRow, perms: Permissions, access: AccountA
     receiving_enabled: receiving,
     ...(receiving ? {} : { blocked_reason: archived ? 'mailbox_archived' : 'receiving_disabled' }),
     sending_enabled: sending,
-    ...(sending ? {} : { sending_blocked_reason: archived ? 'mailbox_archived' : (accountBlocked ?? 'sending_disabled') }),
+    ...(sending ? {} : { sending_blocked_reason: sendingBlocked }),
   };
 }
 

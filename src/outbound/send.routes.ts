@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { writeBody } from '../http/schemas.ts';
+import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
+import { presentOneSummary, viewerOf } from '../emails/emails.present.ts';
+import { sendEmail, MAX_RECIPIENTS } from './send.service.ts';
+
+// Surface R: POST /v1/mailboxes/{mailbox_id}/emails (write). 202: the sent email's summary with
+// `delivery.status: queued`; delivery happens in the background (src/outbound/deliver.ts).
+
+type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
+
+const address = z.email().max(320);
+const sendBody = writeBody({
+  to: z.array(address).max(MAX_RECIPIENTS * 2).optional().describe('Recipients; with in_reply_to it defaults to the original sender when that sender passed SPF or DMARC'),
+  cc: z.array(address).max(MAX_RECIPIENTS * 2).optional().describe('Copy recipients (no bcc); to plus cc: at most 10 addresses'),
+  subject: z.string().max(998).nullable().optional().describe('Required without in_reply_to; a reply defaults to "Re: " plus the original subject'),
+  text: z.string().describe('Plain-text body, up to 1 MiB'),
+  html: z.string().nullable().optional().describe('HTML body, up to 1 MiB'),
+  in_reply_to: z.string().max(100).nullable().optional().describe('Id of a received email of this mailbox: sets In-Reply-To and References and joins its conversation'),
+  attachment_ids: z.array(z.string().max(100)).max(100).optional().describe('Ids of current files of this mailbox to attach'),
+});
+
+export function registerSendRoutesR(app: App) {
+  app.post(
+    '/mailboxes/:mailbox_id/emails',
+    {
+      schema: {
+        tags: ['emails'],
+        summary: 'Send an email or a reply (write permission); 202 with the sent email, delivery.status queued. No idempotency key: after an unknown result, list direction=sent before sending again',
+        params: z.object({ mailbox_id: z.string().min(1).max(100) }),
+        body: sendBody,
+      },
+    },
+    async (req, reply) => {
+      const b = req.body;
+      const email = await sendEmail(req.ctx, {
+        accountId: selector(req),
+        mailboxId: req.params.mailbox_id,
+        to: b.to,
+        cc: b.cc,
+        subject: b.subject,
+        text: b.text,
+        html: b.html,
+        inReplyTo: b.in_reply_to,
+        attachmentIds: b.attachment_ids,
+        reason: reasonOf(req),
+      });
+      return reply.code(202).send({ success: true, data: { email: await presentOneSummary(req.ctx.db, email, viewerOf(req.ctx)) } });
+    },
+  );
+}
