@@ -18,6 +18,7 @@ import { registerEmailTasks } from './emails/tasks.ts';
 import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
 import { registerSiteTasks } from './sites/tasks.ts';
 import { siteOrigin } from './sites/urls.ts';
+import { registerAddressTasks } from './addresses/tasks.ts';
 import { registerOutboundTasks } from './outbound/tasks.ts';
 import { attachEvents, type EventsOptions, type EventsRuntime } from './events/runtime.ts';
 import { registerEventTasks } from './webhooks/tasks.ts';
@@ -80,6 +81,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
         siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),
+        domainDns: options.resolver ?? systemResolver(5_000, config.dnsServers ? [...config.dnsServers] : undefined),
       };
       events = attachEvents(deps, { resolver: options.resolver, ...options.events }, logger);
       await events.start();
@@ -109,6 +111,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
         registerEventTasks(worker, deps);
+        registerAddressTasks(worker, deps);
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }

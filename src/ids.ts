@@ -13,7 +13,7 @@ const ulid = monotonicFactory(() => {
   }
   return pool[drawn++]! / 256;
 });
-export type IdPrefix = 'acct' | 'usr' | 'key' | 'mem' | 'act' | 'req' | 'ses' | 'bkt' | 'bktrv' | 'df' | 'dfv' | 'eml' | 'bus' | 'job' | 'evt' | 'adr' | 'mbc' | 'du' | 'busf';
+export type IdPrefix = 'acct' | 'usr' | 'key' | 'mem' | 'act' | 'req' | 'ses' | 'bkt' | 'bktrv' | 'df' | 'dfv' | 'eml' | 'bus' | 'job' | 'evt' | 'adr' | 'mbc' | 'du' | 'busf' | 'asg' | 'dom' | 'rot' | 'dsr';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

@@ -19,6 +19,8 @@ import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
+import { registerAddressRoutesA, registerAddressRoutesR } from '../addresses/addresses.routes.ts';
+import { registerDomainRoutesA, registerDomainRoutesR } from '../domains/domains.routes.ts';
 import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
 import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
 
@@ -116,6 +118,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerFileRoutesR(r as any);
       registerEmailRoutesR(r as any);
       registerUploadSessionRoutesR(r as any);
+      registerAddressRoutesR(r as any);
+      registerDomainRoutesR(r as any);
       registerWebhookRoutesR(r as any);
       registerLiveRoutesR(r as any);
     },
@@ -129,6 +133,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerPublicationRoutesA(a as any);
       registerBucketFileRoutesA(a as any);
       registerUploadSessionRoutesA(a as any);
+      registerAddressRoutesA(a as any);
+      registerDomainRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );

@@ -5,6 +5,8 @@ import { billingGroupId } from '../accounts/accounts.service.ts';
 import { AppError } from '../errors.ts';
 import { receivedUsage } from './usage.ts';
 import { senderAllowed } from './allowlist.ts';
+import { customDomainBlock, isVerifiedCustomDomain } from '../domains/domains.repo.ts';
+import { aliasActive } from '../addresses/addresses.repo.ts';
 
 /** A recipient accepted at RCPT time: where the message goes and what caps apply. */
 export interface Recipient {
@@ -37,7 +39,7 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
     .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
     .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
     .select([
-      'email_addresses.role', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
+      'email_addresses.role', 'email_addresses.id as address_id', 'email_addresses.domain as address_domain', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
       'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
       'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
     ])
@@ -52,10 +54,19 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   if (!row.receiving_enabled) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: receiving is disabled${row.receiving_blocked_reason ? ` (${row.receiving_blocked_reason})` : ''}`, { reason: row.receiving_blocked_reason ?? 'disabled' });
   if (row.suspended_at) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: account is suspended`, { reason: 'account_suspended' });
   if (row.status === 'read_only') throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: account is read-only`, { reason: 'account_read_only' });
+  // A custom domain receives only while ready (src/domains): paused when its records went missing.
+  if (row.address_domain !== deps.config.mailDomain) {
+    const block = await customDomainBlock(deps.db, row.address_domain);
+    if (block) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: the domain is not receiving (${block})`, { reason: block });
+  }
   if (row.allowlist_enabled && !senderAllowed(JSON.parse(row.allowlist_entries) as string[], mailFrom)) {
     throw new AppError('SENDER_NOT_ALLOWED', `${address}: sender is not on this mailbox's allowlist`);
   }
   const limits = limitsFor(row);
+  // Aliases beyond the plan's alias allowance (after a downgrade) stay reserved but do not receive.
+  if (row.role === 'alias' && !(await aliasActive(deps.db, row.mailbox_id, row.address_id, limits.max_email_aliases_per_mailbox))) {
+    throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: this alias is beyond the plan's alias allowance`, { reason: 'alias_inactive' });
+  }
   const groupId = billingGroupId({ id: row.account_id, parent_account_id: row.parent_account_id });
   const maxMessageBytes = Math.min(limits.max_received_email_message_bytes ?? SERVER_MAX_MESSAGE_BYTES, SERVER_MAX_MESSAGE_BYTES);
   if (declaredSize !== null && declaredSize > maxMessageBytes) throw new AppError('MESSAGE_TOO_LARGE', `${address}: message size ${declaredSize} exceeds the limit of ${maxMessageBytes} bytes`);
@@ -75,5 +86,6 @@ export async function assertAllowance(deps: AppDeps, groupId: string, limits: Pl
 async function isOurDomain(deps: AppDeps, domain: string): Promise<boolean> {
   if (domain === deps.config.mailDomain) return true;
   const hit = await deps.db.selectFrom('email_addresses').select('id').where('domain', '=', domain).limit(1).executeTakeFirst();
-  return !!hit;
+  // A verified custom domain is ours even before its first mailbox: unknown names there are 5.1.1.
+  return !!hit || (await isVerifiedCustomDomain(deps.db, domain));
 }

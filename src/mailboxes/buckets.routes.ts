@@ -7,7 +7,8 @@ import { mailboxPermissions } from '../auth/access.ts';
 import { idempotentCreate } from '../http/idempotency.ts';
 import { archiveMailbox, createMailbox, deleteMailbox, loadMailbox, unarchiveMailbox, updateMailbox } from './mailboxes.service.ts';
 import { listMailboxes } from './mailboxes.list.ts';
-import { presentBucket, presentInboundEmail } from './mailboxes.present.ts';
+import { presentBucket } from './mailboxes.present.ts';
+import { inboundEmailSettings } from '../addresses/settings.ts';
 import { MAX_DESCRIPTION, MAX_TAG_PATH, MAX_TITLE } from './mailbox-fields.ts';
 import { reasonOf, selector } from './mailboxes.routes.ts';
 
@@ -111,8 +112,8 @@ export function registerBucketRoutesA(app: App) {
   );
 
   app.get('/buckets/:id/inbound_email', { schema: { tags, summary: "The bucket's inbound email address and activity (write access)", params: idParams, querystring: readQuery } }, async (req) => {
-    const { mailbox, access } = await loadMailbox(req.ctx, req.query.account_id, req.params.id, 'write');
-    return { data: presentInboundEmail(mailbox, access, true) };
+    // The full state: address, activity, and the address facts of src/addresses (assignment to poll after a rotation).
+    return { data: await inboundEmailSettings(req.ctx, await loadMailbox(req.ctx, req.query.account_id, req.params.id, 'write')) };
   });
 
   app.patch('/buckets/:id', { schema: { tags, summary: 'Update title, description or metadata', params: idParams, querystring: readQuery, body: patchBody } }, async (req) => {

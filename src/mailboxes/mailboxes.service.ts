@@ -11,6 +11,9 @@ import { billingGroupId } from '../accounts/accounts.service.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { addressTaken, countGroupCreationsSince, countGroupMailboxes, findMailbox, titleTaken, type MailboxRow } from './mailboxes.repo.ts';
 import { generatedUsername, normalizeUsername, randomSuffix, usernameFromText } from './usernames.ts';
+import { resolveTargetDomain, type TargetDomain } from '../addresses/targets.ts';
+import { addressUnavailable } from '../addresses/addresses.repo.ts';
+import { lockClaim } from '../domains/domains.repo.ts';
 import { cleanDescription, cleanMetadata, cleanTagPaths, cleanTitle, titleKey } from './mailbox-fields.ts';
 
 export interface LoadedMailbox {
@@ -41,12 +44,9 @@ function newMetadataVersion(): string {
   return randomToken(16);
 }
 
-function platformDomainOf(ctx: RequestCtx, domain: string | undefined | null): string {
-  if (domain === undefined || domain === null || domain === '' || domain === 'platform') return ctx.config.mailDomain;
-  const d = domain.trim().toLowerCase().replace(/\.$/, '');
-  if (d === ctx.config.mailDomain) return d;
-  // Custom receiving domains arrive with the domains feature; until then only the platform domain exists.
-  throw new AppError('EMAIL_DOMAIN_NOT_AVAILABLE', `${domain} is not a ready receiving domain of this account.`, { field: 'mailbox.email.domain', domain, available_domains: [ctx.config.mailDomain] });
+/** The platform domain (username plus suffix), or a ready custom domain of the account (exact name; src/domains). */
+function mailboxDomainOf(ctx: RequestCtx, access: AccountAccess, domain: string | undefined | null, field: string): Promise<TargetDomain> {
+  return resolveTargetDomain(ctx, access, domain, ctx.config.mailDomain, field);
 }
 
 export interface CreateMailboxInput {
@@ -79,7 +79,8 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
   const description = cleanDescription(input.description, `${f}.description`);
   const metadata = input.metadata === undefined ? {} : cleanMetadata(input.metadata, `${f}.metadata`);
   const tagPaths = cleanTagPaths(input.tagPaths, `${f}.tag_paths`);
-  const domain = platformDomainOf(ctx, input.domain);
+  const target = await mailboxDomainOf(ctx, access, input.domain, `${f}.email.domain`);
+  const domain = target.hostname;
   const givenUsername = input.username?.trim() || null;
   const username = givenUsername ? normalizeUsername(givenUsername, `${f}.email.username`) : (title && usernameFromText(title)) || generatedUsername();
   const effectiveTitle = title ?? givenUsername ?? username;
@@ -107,7 +108,14 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
         }
         if (await titleTaken(trx, access.account.id, titleKey(effectiveTitle)!)) throw titleTakenError(effectiveTitle);
         let localPart = '';
-        for (let i = 0; i < 8; i++) {
+        if (target.custom) {
+          // A custom domain takes the exact name, and must still be ready when the address is written.
+          localPart = username;
+          if (await addressUnavailable(trx, `${localPart}@${domain}`)) throw new AppError('EMAIL_ADDRESS_TAKEN', undefined, { field: `${f}.email.username`, domain });
+          const claim = await lockClaim(trx, ctx.dialect, domain);
+          if (claim?.account_id !== access.account.id || claim.status !== 'ready') throw new AppError('EMAIL_DOMAIN_NOT_AVAILABLE', undefined, { field: `${f}.email.domain`, domain });
+        }
+        for (let i = 0; i < 8 && !target.custom; i++) {
           localPart = `${username}-${randomSuffix()}`;
           if (!(await addressTaken(trx, `${localPart}@${domain}`))) break;
         }
@@ -162,6 +170,7 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
     } catch (err) {
       if (isUniqueViolation(err) && /title_key/.test(String((err as any).constraint ?? (err as Error).message))) throw titleTakenError(effectiveTitle);
       // A random-suffix collision with a concurrent creation: try again with a new suffix.
+      if (isUniqueViolation(err) && /address/.test(String((err as any).constraint ?? (err as Error).message)) && target.custom) throw new AppError('EMAIL_ADDRESS_TAKEN', undefined, { field: `${f}.email.username`, domain });
       if (isUniqueViolation(err) && /address/.test(String((err as any).constraint ?? (err as Error).message)) && attempt < 3) continue;
       throw err;
     }
