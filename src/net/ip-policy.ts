@@ -83,7 +83,7 @@ function v6Verdict(b: Uint8Array): AddressVerdict {
   if (zeros(15) && b[15] === 1) return { public: false, reason: 'loopback' };
   const inside = (what: string, n: number): AddressVerdict => {
     const v = v4Verdict(n);
-    return v.public ? v : { public: false, reason: `${what} of a ${v.reason} IPv4 address` };
+    return v.public ? v : { public: false, reason: `${what} of ${v.reason} IPv4` };
   };
   // ::ffff:a.b.c.d (IPv4-mapped) and ::a.b.c.d (IPv4-compatible, deprecated).
   if (zeros(10) && b[10] === 0xff && b[11] === 0xff) return inside('IPv4-mapped form', embeddedV4(b, 12));

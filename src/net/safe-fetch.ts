@@ -101,7 +101,7 @@ export async function resolveTarget(url: URL, opts: { resolver?: HostResolver; a
   if (!opts.allowPrivate) {
     for (const a of addresses) {
       const v = classifyAddress(a.address);
-      if (!v.public) throw new SafeFetchError('blocked_address', `${url.hostname} points to a ${v.reason} address, which is not allowed`);
+      if (!v.public) throw new SafeFetchError('blocked_address', `${url.hostname} is or resolves to ${a.address}, a non-public address (${v.reason})`);
     }
   }
   return addresses;
