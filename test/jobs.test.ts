@@ -136,6 +136,27 @@ describeEachDatabase('durable jobs', (app) => {
     expect(ticks).toBe(1);
   });
 
+  it('leases each claimed job for its own task (regression: every job got the longest lease of any task)', async () => {
+    const a = app();
+    const d = a.started.deps;
+    const quick = `t.quick.${Math.random()}`;
+    const id = await enqueue(d.db, d.dialect, quick, {}, new Date());
+    const w = worker(a);
+    let release!: () => void;
+    let started!: () => void;
+    const blocked = new Promise<void>((r) => (release = r));
+    const running = new Promise<void>((r) => (started = r));
+    w.register(quick, { handler: () => (started(), blocked), leaseMs: 30_000 });
+    w.register(`t.slow.${Math.random()}`, { handler: async () => undefined, leaseMs: 600_000 });
+    await w.start();
+    await running;
+    const row = await jobRow(a, id!);
+    expect(row.status).toBe('running');
+    const leased = Date.parse(row.locked_until!) - Date.parse(row.updated_at);
+    expect(leased).toBe(30_000);
+    release();
+  });
+
   it('coalescing keys allow one queued job, and release the key when it is claimed so late work queues one more run', async () => {
     const a = app();
     const d = a.started.deps;

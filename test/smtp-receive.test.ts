@@ -80,6 +80,15 @@ describeEachDatabase('inbound SMTP', (app) => {
     expect(row).toMatchObject({ subject: 'from swaks', sender_address: 'ops@example.org', mailbox_id: box.id, attachment_count: 1 });
   });
 
+  it('does not store executable or key-file attachments; they are counted as omitted', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const sent = await sendMail(app(), { to: box.address, attachments: [{ filename: 'setup.exe', content: 'MZ' }, { filename: 'id_rsa', content: 'key' }, { filename: 'notes.txt', content: 'ok' }] });
+    const row = await emailRow(app(), sent.emailIds[0]!);
+    expect(row).toMatchObject({ attachment_count: 1, omitted_attachment_count: 2 });
+    expect(JSON.parse(row.attachments).map((a: { filename: string }) => a.filename)).toEqual(['notes.txt']);
+  });
+
   it('refuses unknown addresses on our domain with 550 5.1.1 and other domains with 550 5.7.1 (never a relay)', async () => {
     const r = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<a@example.com>', 'RCPT TO:<nobody-zzzz@mail.localhost>', 'RCPT TO:<victim@gmail.com>', 'DATA', 'QUIT']);
     expect(r[3]).toMatch(/^550 5\.1\.1 /);

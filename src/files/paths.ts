@@ -46,12 +46,18 @@ export function cleanPath(raw: string, field = 'path', opts: { allowEmail?: bool
     throw new AppError('EMAIL_PATH_READ_ONLY', `${field}: files under _email/ are written only by received and sent email.`, { field, path });
   }
   const basename = segments.at(-1)!;
-  const lower = basename.toLowerCase();
-  const ext = lower.includes('.') ? lower.split('.').pop()! : '';
-  if (FORBIDDEN_EXTENSIONS.has(ext) || FORBIDDEN_BASENAMES.has(lower) || lower === '.env' || lower.startsWith('.env.')) {
-    throw new AppError('FILE_TYPE_FORBIDDEN', `${field}: executables and secret or key files are not stored.`, { field, path, extension: ext || null });
+  if (isForbiddenFileName(basename)) {
+    const lower = basename.toLowerCase();
+    throw new AppError('FILE_TYPE_FORBIDDEN', `${field}: executables and secret or key files are not stored.`, { field, path, extension: lower.includes('.') ? lower.split('.').pop()! : null });
   }
   return { path, folder: segments.slice(0, -1).join('/'), basename };
+}
+
+/** Executables, installers and files that hold secrets or keys, by name: never stored. */
+export function isForbiddenFileName(basename: string): boolean {
+  const lower = basename.toLowerCase();
+  const ext = lower.includes('.') ? lower.split('.').pop()! : '';
+  return FORBIDDEN_EXTENSIONS.has(ext) || FORBIDDEN_BASENAMES.has(lower) || lower === '.env' || lower.startsWith('.env.');
 }
 
 /** A folder filter: "" is the root; otherwise a clean path without trailing slash. */

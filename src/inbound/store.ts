@@ -7,6 +7,7 @@ import type { AttachmentSummary, ParsedEmail } from './parse-types.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
 import { groupUsage } from '../files/files.repo.ts';
+import { isForbiddenFileName } from '../files/paths.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { eventRow, recordEvents } from '../events/events.ts';
@@ -172,6 +173,11 @@ async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, li
   let omitted = d.parsed.omitted_attachment_count + (d.parsed.attachments.length - d.storedAttachments.length);
   const kept: AttachmentSummary[] = [];
   for (const a of d.storedAttachments) {
+    // Executables and key files are refused everywhere in a mailbox, received mail included.
+    if (isForbiddenFileName(a.filename)) {
+      omitted++;
+      continue;
+    }
     try {
       checkContentLimits(limits, a.filename, a.content_type, a.size_bytes);
     } catch {

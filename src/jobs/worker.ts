@@ -147,9 +147,19 @@ export class Worker {
         this.pumpAgain = false;
         const free = (this.opts.concurrency ?? 4) - this.running;
         if (free <= 0 || this.stopped) break;
-        const leaseMs = Math.max(...[...this.tasks.values()].map((t) => t.leaseMs ?? 60_000));
-        const claimable = [...this.tasks.entries()].filter(([task, def]) => !def.exclusive || !this.runningByTask.get(task)).map(([task]) => task);
-        const jobs = await claimJobs(this.opts.db, this.opts.dialect, this.id, claimable, this.opts.now(), leaseMs, free);
+        // Each job is leased for its own task's time, so a job of a crashed worker is taken over
+        // after its task's lease (a minute for most), not the longest lease of any task.
+        const byLease = new Map<number, string[]>();
+        for (const [task, def] of this.tasks) {
+          if (def.exclusive && this.runningByTask.get(task)) continue;
+          const lease = def.leaseMs ?? 60_000;
+          byLease.set(lease, [...(byLease.get(lease) ?? []), task]);
+        }
+        const jobs = [];
+        for (const [leaseMs, tasks] of byLease) {
+          if (jobs.length >= free) break;
+          jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, tasks, this.opts.now(), leaseMs, free - jobs.length)));
+        }
         for (const job of jobs) void this.run(job);
         if (jobs.length === free) this.pumpAgain = true;
       } while (this.pumpAgain && !this.stopped);
