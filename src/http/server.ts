@@ -16,6 +16,7 @@ import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
 import { registerPublicationRoutesA } from '../sites/publications.routes.ts';
 import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerEmailRoutesR } from '../emails/emails.routes.ts';
+import { registerSendRoutesR } from '../outbound/send.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
@@ -23,6 +24,7 @@ import { registerAddressRoutesA, registerAddressRoutesR } from '../addresses/add
 import { registerDomainRoutesA, registerDomainRoutesR } from '../domains/domains.routes.ts';
 import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
 import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
+import { registerAgentAccess } from '../agent-auth/agent-access.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
@@ -117,6 +119,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);
       registerEmailRoutesR(r as any);
+      registerSendRoutesR(r as any);
       registerUploadSessionRoutesR(r as any);
       registerAddressRoutesR(r as any);
       registerDomainRoutesR(r as any);
@@ -151,6 +154,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
 
   await registerBlobRoutes(app as any, deps);
   await registerCable(app as any, deps);
+  await registerAgentAccess(app as any, deps);
   await registerWeb(app as any, deps);
   return app;
 }

@@ -11,6 +11,8 @@ import { sendEmail, MAX_RECIPIENTS } from './send.service.ts';
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 
+const SEND_BODY_LIMIT = 16 * 1024 * 1024;
+
 const address = z.email().max(320);
 const sendBody = writeBody({
   to: z.array(address).max(MAX_RECIPIENTS * 2).optional().describe('Recipients; with in_reply_to it defaults to the original sender when that sender passed SPF or DMARC'),
@@ -26,6 +28,9 @@ export function registerSendRoutesR(app: App) {
   app.post(
     '/mailboxes/:mailbox_id/emails',
     {
+      // text and html may each be 1 MiB of UTF-8; JSON escaping can make that several times larger on
+      // the wire. The service then checks the decoded sizes and answers EMAIL_BODY_TOO_LARGE.
+      bodyLimit: SEND_BODY_LIMIT,
       schema: {
         tags: ['emails'],
         summary: 'Send an email or a reply (write permission); 202 with the sent email, delivery.status queued. No idempotency key: after an unknown result, list direction=sent before sending again',
