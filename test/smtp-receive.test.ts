@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
+import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { describeEachDatabase, startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { labelNow, mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
@@ -200,3 +201,29 @@ describe('inbound SMTP with a certificate', () => {
     }
   });
 });
+
+describe('inbound SMTP when storage fails', () => {
+  it('answers 451 4.3.0 so that the sender retries, and stores nothing', async () => {
+    // An S3 store whose endpoint refuses connections: every blob write fails.
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const app = await startTestApp('sqlite', {
+      CUBBY_BLOB_STORE: 's3', CUBBY_S3_BUCKET: 'nowhere', CUBBY_S3_REGION: 'us-east-1', CUBBY_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+      CUBBY_S3_ACCESS_KEY_ID: 'x', CUBBY_S3_SECRET_ACCESS_KEY: 'y', CUBBY_S3_FORCE_PATH_STYLE: 'true',
+    });
+    try {
+      const user = await app.user();
+      const box = await mailboxWithAddress(app, user);
+      const r = await smtpDialogue(app, ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${box.address}>`, 'DATA', 'Subject: x\r\n\r\nbody\r\n.', 'QUIT']);
+      expect(r[4]).toMatch(/^354/);
+      expect(r[5]).toMatch(/^451 4\.3\.0 /);
+      const rows = await app.started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute();
+      expect(rows).toEqual([]);
+    } finally {
+      await app.stop();
+    }
+  });
+});
+
