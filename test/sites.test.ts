@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
 import { expectError } from './factories.ts';
@@ -53,4 +56,31 @@ describeEachDatabase('sites: publication API', (app) => {
     expectError(res, 'A', 403, 'WEBSITE_PUBLISHING_DISABLED');
     expect(res.body.error.upgrade_url).toBeUndefined();
   });
+
+  it('the operator command `cubby admin set-publishing` switches publishing on and off (off takes the sites down)', async () => {
+    const u = await app().user({ plan: 'paid' });
+    const bucket = await newBucket(app(), u.key);
+    await uploadFolder(app(), u.key, bucket.id, { 'index.html': 'switched' });
+    const run = (enabled: string) =>
+      new Promise<{ code: number; out: any }>((resolve) => {
+        const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...app().env };
+        execFile(process.execPath, [path.resolve(import.meta.dirname, '../bin/cubby.js'), 'admin', 'set-publishing', '--account', u.accountId, '--enabled', enabled], { env, timeout: 60_000 }, (err, stdout) =>
+          resolve({ code: err ? 1 : 0, out: stdout.trim() ? JSON.parse(stdout.trim().split('\n').pop()!) : null }),
+        );
+      });
+    const on = await run('true');
+    expect(on).toEqual({ code: 0, out: { id: u.accountId, website_publishing_enabled: true } });
+    expect((await app().request('GET', '/api/v1/status', { key: u.key })).body.data.features.website_publishing).toBe(true);
+    const p = await publishAndWait(app(), u.key, bucket.id);
+    expect((await siteFetch(p.public_url)).status).toBe(200);
+    expect((await run('false')).out.website_publishing_enabled).toBe(false);
+    // Another process changed it: this server notices within its one-second cache.
+    let status = 200;
+    for (let i = 0; i < 100 && status === 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await siteFetch(p.public_url)).status;
+    }
+    expect(status).toBe(404);
+    expect((await run('maybe')).code).toBe(1);
+  }, 180_000);
 });
