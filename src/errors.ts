@@ -104,6 +104,12 @@ export const ERROR_CATALOGUE = {
   EMAIL_DOMAIN_IN_USE: { status: 409, message: 'Mailbox addresses still use this domain; move or delete them first.' },
   EMAIL_DOMAIN_SETUP_RATE_LIMITED: { status: 429, message: 'Too many domain setup requests; retry after the given number of seconds.' },
   EMAIL_DOMAIN_DNS_UNAVAILABLE: { status: 503, message: 'DNS could not be queried just now; retry later.' },
+  // agent access (email code, grants, OAuth connections)
+  ACCOUNT_ADMIN_REQUIRED: { status: 403, message: 'Only an account owner or administrator can connect an agent.' },
+  TWO_FACTOR_REQUIRED: { status: 403, message: 'This person signs in with two-factor authentication; email codes are refused. Sign in in the browser instead.' },
+  SIGN_IN_CODE_INVALID: { status: 422, message: 'The code is wrong, expired or already used; request a new one.' },
+  GRANT_INVALID: { status: 422, message: 'The connection code is invalid, expired or already used; make a new one in the dashboard.' },
+  CONNECTION_NOT_FOUND: { status: 404, message: 'Connection not found.' },
   // website publishing (src/sites)
   WEBSITE_PUBLISHING_DISABLED: { status: 403, message: 'Website publishing is disabled for this account; an operator can enable it.' },
   PUBLICATION_UPGRADE_REQUIRED: { status: 403, message: 'This setting needs a paid plan on the main site; publish a preview, upgrade, or publish publicly.' },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../context.ts';
 import { registerOAuthRoutes } from '../oauth/oauth.routes.ts';
+import { registerMcp } from '../mcp/mcp.routes.ts';
 import { registerApprovalPages } from '../oauth/approve.pages.ts';
 import { registerConnectionPages } from './connections.pages.ts';
 
@@ -9,6 +10,7 @@ import { registerConnectionPages } from './connections.pages.ts';
 
 export async function registerAgentAccess(app: FastifyInstance, deps: AppDeps): Promise<void> {
   await registerOAuthRoutes(app, deps);
+  await registerMcp(app, deps);
 }
 
 export function registerAgentAccessPages(web: FastifyInstance, deps: AppDeps): void {

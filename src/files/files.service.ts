@@ -112,6 +112,32 @@ export async function appendText(
   return { ...result, path: p.path, appended: true as const, appended_bytes: added.length, newline_inserted: newlineInserted };
 }
 
+/** Largest text the MCP text write accepts in one call. */
+export const MAX_TEXT_WRITE_BYTES = 1024 * 1024;
+
+/**
+ * Writes UTF-8 text at a path (a new file or a new version of it): the MCP tools' write,
+ * which is text-only. Same permission, limits, version check and history as any save.
+ */
+export async function writeTextFile(ctx: RequestCtx, input: { accountId?: string | null; mailboxId: string; path: string; content: string; expectedMailboxVersion?: string | null; reason?: string | null }) {
+  const loaded = await forWrite(ctx, input.accountId, input.mailboxId);
+  const p = cleanPath(input.path);
+  const bytes = Buffer.from(input.content, 'utf8');
+  if (bytes.length > MAX_TEXT_WRITE_BYTES) throw invalidArgument('content', `must be at most ${MAX_TEXT_WRITE_BYTES} bytes`);
+  const guessed = mimeFromName(p.basename);
+  const mimeType = guessed === 'application/octet-stream' ? 'text/plain; charset=utf-8' : guessed;
+  const stored = await storeBytes(ctx, bytes);
+  const { result } = await change(ctx, loaded, 'file.write_text', { expectedVersion: input.expectedMailboxVersion, reason: input.reason }, (c, limits, group) =>
+    writeFileVersion(c, limits, group, { ...p, sha256: stored.sha256, byteSize: stored.byteSize, mimeType, reason: input.reason, createdBySystem: 'mcp' }),
+  );
+  return { ...result, loaded };
+}
+
+/** A file's current bytes (for the MCP read of small text files). */
+export function readFileBytes(ctx: RequestCtx, sha256: string): Promise<Buffer> {
+  return readAll(ctx, sha256);
+}
+
 async function readAll(ctx: RequestCtx, sha256: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of await ctx.blobs.read(sha256)) chunks.push(chunk as Buffer);
