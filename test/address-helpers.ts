@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { expect } from 'vitest';
 import type { TestApp, TestUser } from './harness.ts';
 import { smtpDialogue } from './smtp-helpers.ts';
@@ -45,4 +46,35 @@ export async function received(app: TestApp, user: TestUser, mailboxId: string) 
 export function expectError(res: { status: number; body: any; text: string }, status: number, code: string) {
   expect(res.status, res.text).toBe(status);
   expect(res.body.error.code, res.text).toBe(code);
+}
+
+/** An SMTP conversation driven step by step, so a test can act between commands. */
+export async function smtpSession(app: TestApp) {
+  const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
+  let buf = '';
+  let wake: (() => void) | null = null;
+  socket.on('data', (d) => {
+    buf += d.toString('latin1');
+    wake?.();
+  });
+  const reply = async (): Promise<string> => {
+    for (;;) {
+      const m = /(?:^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buf);
+      if (m) {
+        const end = m.index + m[0].length;
+        const text = buf.slice(0, end).trimEnd();
+        buf = buf.slice(end);
+        return text;
+      }
+      await new Promise<void>((r) => (wake = r));
+    }
+  };
+  await reply(); // greeting
+  return {
+    async send(line: string): Promise<string> {
+      socket.write(line + '\r\n');
+      return reply();
+    },
+    close: () => socket.end(),
+  };
 }

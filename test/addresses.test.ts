@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
 import { mailboxWithAddress, sendMail } from './smtp-helpers.ts';
-import { drain, expectError, inboundEmail, rcpt, received, rotate, rotateA, settings } from './address-helpers.ts';
+import { drain, expectError, inboundEmail, rcpt, received, rotate, rotateA, settings, smtpSession } from './address-helpers.ts';
 
 // Email settings on the platform domain: the settings read, rotation on both surfaces (with its
 // monthly allowance and idempotent replays), aliases, and the sender allowlist, each checked
@@ -147,6 +147,30 @@ describeEachDatabase('email settings: read, rotation, aliases, allowlist', (app)
     expectError(await app().request('POST', `/v1/mailboxes/${freeBox.id}/email/aliases`, { key: free.key, body: { username: 'x' } }), 403, 'EMAIL_CUSTOMIZATION_UNAVAILABLE');
     const writer = await app().key(u, { scope: 'mailbox_write' });
     expectError(await app().request('POST', `/v1/mailboxes/${box.id}/email/aliases`, { key: writer, body: { username: 'x' } }), 403, 'PERMISSION_DENIED');
+  });
+
+  it('a delivery accepted at RCPT stops when its alias is deleted before the data ends; aliases beyond the plan allowance stop receiving', async () => {
+    const u = await app().user({ plan: 'paid' });
+    const box = await mailboxWithAddress(app(), u);
+    for (const name of ['first', 'second']) expect((await app().request('POST', `/v1/mailboxes/${box.id}/email/aliases`, { key: u.key, body: { username: name } })).status).toBe(202);
+    await drain(app());
+    const [first, second] = (await settings(app(), u.key, box.id)).aliases;
+
+    const smtp = await smtpSession(app());
+    expect(await smtp.send('EHLO client.example')).toMatch(/^250/);
+    expect(await smtp.send('MAIL FROM:<sender@example.com>')).toMatch(/^250/);
+    expect(await smtp.send(`RCPT TO:<${first.address}>`)).toMatch(/^250/);
+    expect(await smtp.send('DATA')).toMatch(/^354/);
+    expect((await app().request('DELETE', `/v1/mailboxes/${box.id}/email/aliases/${first.id}`, { key: u.key })).status).toBe(200);
+    expect(await smtp.send('Subject: late\r\n\r\nhello\r\n.')).toMatch(/^550 5\.1\.1 /);
+    smtp.close();
+    expect(await received(app(), u, box.id)).toEqual([]);
+
+    // A downgrade to a plan without aliases: the alias stays reserved but is inactive and refused.
+    await app().started.deps.db.updateTable('accounts').set({ plan: 'free' }).where('id', '=', u.accountId).execute();
+    expect((await settings(app(), u.key, box.id)).aliases).toEqual([{ id: second.id, address: second.address, active: false }]);
+    expect(await rcpt(app(), second.address)).toMatch(/^550 5\.2\.1 .*alias/);
+    expect(await rcpt(app(), box.address)).toMatch(/^250 /);
   });
 
   it('replaces the sender allowlist with expected_version (a new version on every update) and enforces it over SMTP', async () => {

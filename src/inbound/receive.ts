@@ -5,7 +5,7 @@ import { authenticateMessage } from './authenticate.ts';
 import { parseMessage } from './parse.ts';
 import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
-import { assertAllowance } from './recipients.ts';
+import { assertAllowance, stillRouted } from './recipients.ts';
 import { spamSignals } from './spam-signals.ts';
 import { storeDeliveries, type InboundDelivery } from './store.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
@@ -70,7 +70,7 @@ export class InboundPipeline {
     // Recipients over the monthly byte allowance now that the size is known; if all are, refuse.
     const accepted: Recipient[] = [];
     let lastRefusal: unknown = null;
-    for (const r of dedupeByMailbox(msg.recipients)) {
+    for (const r of dedupeByMailbox(await stillRouted(deps, msg.recipients))) {
       try {
         await assertAllowance(deps, r.groupId, r.limits, raw.byteSize, r.address);
         accepted.push(r);
@@ -78,7 +78,7 @@ export class InboundPipeline {
         lastRefusal = err;
       }
     }
-    if (!accepted.length) throw lastRefusal;
+    if (!accepted.length) throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
 
     try {
       const bytes = Buffer.concat(chunks);

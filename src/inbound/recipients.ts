@@ -74,6 +74,22 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes };
 }
 
+/**
+ * The recipients whose address still routes to the same mailbox at the end of DATA: an alias
+ * deleted or an address rotated away since RCPT gets no delivery (one query per message).
+ */
+export async function stillRouted(deps: AppDeps, recipients: Recipient[]): Promise<Recipient[]> {
+  if (!recipients.length) return recipients;
+  const rows = await deps.db
+    .selectFrom('email_addresses')
+    .select(['address', 'mailbox_id'])
+    .where('address', 'in', [...new Set(recipients.map((r) => r.address))])
+    .where('role', 'in', ['primary', 'alias'])
+    .execute();
+  const live = new Set(rows.map((r) => `${r.mailbox_id} ${r.address}`));
+  return recipients.filter((r) => live.has(`${r.mailboxId} ${r.address}`));
+}
+
 /** The monthly received-mail allowances of the billing group (shared by its mailboxes). */
 export async function assertAllowance(deps: AppDeps, groupId: string, limits: PlanLimits, incomingBytes: number, address: string): Promise<void> {
   const used = await receivedUsage(deps.db, groupId, deps.now());
