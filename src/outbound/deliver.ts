@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { AppDeps } from '../context.ts';
 import type { JobsTable } from '../db/schema.ts';
 import type { OutboundMessagesTable, OutboundRecipientsTable, RecipientStatus } from './outbound.schema.ts';
@@ -75,6 +76,9 @@ async function loadRaw(deps: AppDeps, m: Pick<OutboundMessagesTable, 'raw_sha256
 async function record(deps: AppDeps, row: OutboundRecipientsTable & Pick<OutboundMessagesTable, 'kind'>, o: Outcome, attempts: number): Promise<void> {
   const at = iso(deps.now());
   await deps.db.transaction().execute(async (trx) => {
+    // Recipients of one message finish concurrently: the message row lock makes each summary see
+    // the others' committed statuses (otherwise the last writer's summary could miss one).
+    if (deps.dialect === 'postgres') await sql`select id from outbound_messages where id = ${row.message_id} for update`.execute(trx);
     await trx
       .updateTable('outbound_recipients')
       .set({ status: o.status, last_reply: o.reply, route: o.route, attempts, sent_at: o.status === 'sent' ? at : null, updated_at: at })
