@@ -197,4 +197,23 @@ describeEachDatabase('sites: builds', (app) => {
     expect(whole.publication_root_directory).toBe('');
     expect((await siteFetch(`${p.public_url}/notes/private.txt`)).status).toBe(200);
   });
+
+  it('a sweeper recovers a build whose job is gone', async () => {
+    const u = await publisher(app());
+    const bucket = await newBucket(app(), u.key);
+    await uploadFolder(app(), u.key, bucket.id, { 'index.html': 'swept' });
+    const p = await publishAndWait(app(), u.key, bucket.id);
+    const db = dbOf(app());
+    // As if a worker died mid-build and its job was given up: processing, untouched for minutes, no live job.
+    const row = await db.selectFrom('publications').selectAll().where('id', '=', p.id).executeTakeFirstOrThrow();
+    await db.updateTable('jobs').set({ status: 'failed' }).where('id', '=', row.build_job_id!).execute();
+    await db.updateTable('publications').set({ publish_state: 'processing', updated_at: new Date(Date.now() - 10 * 60_000).toISOString() }).where('id', '=', p.id).execute();
+    const { sweepSites } = await import('../src/sites/tasks.ts');
+    expect((await sweepSites(app().started.deps)).requeued).toBe(1);
+    const { untilSettled } = await import('./sites-helpers.ts');
+    const again = await untilSettled(app(), u.key, p.id);
+    expect(again.publish_state).toBe('ready');
+    expect(again.publish_completed_at > p.publish_completed_at).toBe(true);
+    expect((await sweepSites(app().started.deps)).requeued).toBe(0);
+  });
 });
