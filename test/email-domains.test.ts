@@ -288,9 +288,12 @@ for (const kind of DATABASES) {
       expect(await rcpt(app, `ops@${host}`)).toMatch(/^550 5\.2\.1 .*domain_paused/);
       expect(await settings(app, u.key, box.id)).toMatchObject({ receiving_enabled: false, blocked_reason: 'domain_paused' });
       expect((await settings(app, u.key, box.id)).available_domains).toEqual([{ hostname: 'mail.localhost', kind: 'platform' }]);
+      expect((await app.request('GET', `/v1/mailboxes/${box.id}`, { key: u.key })).body.data.mailbox.email).toMatchObject({ receiving_enabled: false, blocked_reason: 'domain_paused' });
+      expect(await inboundEmail(app, u.key, box.id)).toMatchObject({ address: `ops@${host}`, receiving_enabled: false });
       zone.mx(host, MX);
       const resumed = await recheck();
       expect(resumed).toMatchObject({ status: 'ready', receiving: true, pause_reason: null, paused_at: null, error: null });
+      expect((await app.request('GET', `/v1/mailboxes/${box.id}`, { key: u.key })).body.data.mailbox.email).toMatchObject({ receiving_enabled: true });
       expect((await sendMail(app, { to: `ops@${host}` })).emailIds).toHaveLength(1);
 
       const root = `x${serial++}-${kind}.test`;

@@ -7,7 +7,7 @@ import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { isPaidPlan } from '../accounts/plans.ts';
 import { nextUtcMonthStart, utcMonthStart } from '../time.ts';
-import { customDomainBlock, readyDomainsOf } from '../domains/domains.repo.ts';
+import { readyDomainsOf } from '../domains/domains.repo.ts';
 import { domainsEnabled } from '../domains/domains.service.ts';
 import { aliasesOf, countGroupRotationsSince, latestAssignment, primaryAddress, type AssignmentRow } from './addresses.repo.ts';
 
@@ -63,10 +63,8 @@ async function addressFacts(ctx: RequestCtx, loaded: LoadedMailbox) {
     domainsEnabled(access.account) ? readyDomainsOf(ctx.db, access.account.id) : Promise.resolve([]),
     rotationUsage(ctx, access),
   ]);
-  const domainBlock = primary && primary.domain !== ctx.config.mailDomain ? await customDomainBlock(ctx.db, primary.domain) : null;
   return {
     primary,
-    domainBlock,
     fields: {
       username: primary?.local_part ?? null,
       aliases: aliases.map((a, i) => ({ id: a.id, address: a.address, active: i < maxAliases })),
@@ -82,11 +80,8 @@ async function addressFacts(ctx: RequestCtx, loaded: LoadedMailbox) {
 export async function emailSettings(ctx: RequestCtx, loaded: LoadedMailbox) {
   const { mailbox: m, perms, access } = loaded;
   const facts = await addressFacts(ctx, loaded);
-  const email: Record<string, unknown> = mailboxEmail(m, perms, access);
-  // A custom domain whose records went missing stops receiving until they are back.
-  if (facts.domainBlock && email.receiving_enabled) Object.assign(email, { receiving_enabled: false, blocked_reason: facts.domainBlock });
   return {
-    ...email,
+    ...mailboxEmail(m, perms, access),
     ...facts.fields,
     ...(access.isAccountAdmin && perms.admin ? { sender_allowlist: presentAllowlist(m, perms, access) } : {}),
   };
@@ -96,8 +91,6 @@ export async function emailSettings(ctx: RequestCtx, loaded: LoadedMailbox) {
 export async function inboundEmailSettings(ctx: RequestCtx, loaded: LoadedMailbox) {
   const { mailbox: m, access } = loaded;
   const facts = await addressFacts(ctx, loaded);
-  const base = presentInboundEmail(m, access, true) as Record<string, unknown>;
-  if (facts.domainBlock && base.receiving_enabled) Object.assign(base, { receiving_enabled: false, blocked_reason: facts.domainBlock });
   const { username: _username, ...fields } = facts.fields;
-  return { ...base, ...fields };
+  return { ...presentInboundEmail(m, access, true), ...fields };
 }

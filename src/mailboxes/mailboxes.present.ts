@@ -50,7 +50,9 @@ function lockOf(m: MailboxRow, now: Date) {
 /** MailboxEmail: the address only for credentials with write access. */
 export function mailboxEmail(m: MailboxRow, perms: Permissions, access: AccountAccess) {
   const archived = m.archived_at !== null;
-  const receiving = !archived && m.receiving_enabled === 1;
+  // A custom domain receives only while ready (src/domains): paused when its DNS records went missing.
+  const domainBlock = m.domain_status && m.domain_status !== 'ready' ? (m.domain_status === 'paused' ? 'domain_paused' : 'domain_not_receiving') : null;
+  const receiving = !archived && m.receiving_enabled === 1 && !domainBlock;
   const sendingBlocked = sendingBlockedReason(m, access.account);
   const sending = sendingBlocked === null;
   return {
@@ -59,7 +61,7 @@ export function mailboxEmail(m: MailboxRow, perms: Permissions, access: AccountA
     unread_count: Number(m.unread_count),
     last_received_at: m.last_received_at,
     receiving_enabled: receiving,
-    ...(receiving ? {} : { blocked_reason: archived ? 'mailbox_archived' : 'receiving_disabled' }),
+    ...(receiving ? {} : { blocked_reason: archived ? 'mailbox_archived' : m.receiving_enabled !== 1 ? 'receiving_disabled' : domainBlock }),
     sending_enabled: sending,
     ...(sending ? {} : { sending_blocked_reason: sendingBlocked }),
   };
@@ -108,7 +110,7 @@ export function presentInboundEmail(m: MailboxRow, access: AccountAccess, full: 
   return {
     address: m.address,
     configured: m.address !== null,
-    receiving_enabled: m.archived_at === null && m.receiving_enabled === 1,
+    receiving_enabled: m.archived_at === null && m.receiving_enabled === 1 && (!m.domain_status || m.domain_status === 'ready'),
     last_received_at: m.last_received_at,
     ...activity,
   };

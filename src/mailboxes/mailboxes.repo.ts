@@ -7,6 +7,8 @@ export interface MailboxRow extends MailboxesTable {
   email_username: string | null;
   /** Messages received this UTC month (surface A `received_count`). */
   received_this_month: number | null;
+  /** Status of the custom domain of the primary address (src/domains); null on the platform domain. */
+  domain_status: string | null;
 }
 
 /** Mailboxes with their current primary address. Deleted mailboxes are never returned. */
@@ -15,8 +17,9 @@ export function mailboxQuery(db: Kysely<DB>, at: Date = new Date()) {
     .selectFrom('mailboxes')
     .leftJoin('email_addresses', (j) => j.onRef('email_addresses.mailbox_id', '=', 'mailboxes.id').on('email_addresses.role', '=', 'primary'))
     .leftJoin('received_usage', (j) => j.onRef('received_usage.scope_id', '=', 'mailboxes.id').on('received_usage.period', '=', usagePeriod(at)))
+    .leftJoin('email_domains', 'email_domains.claim_key', 'email_addresses.domain')
     .selectAll('mailboxes')
-    .select(['email_addresses.address as address', 'email_addresses.username as email_username', 'received_usage.count as received_this_month'])
+    .select(['email_addresses.address as address', 'email_addresses.username as email_username', 'received_usage.count as received_this_month', 'email_domains.status as domain_status'])
     .where('mailboxes.deleted_at', 'is', null);
 }
 
