@@ -216,4 +216,32 @@ describeEachDatabase('sites: builds', (app) => {
     expect(again.publish_completed_at > p.publish_completed_at).toBe(true);
     expect((await sweepSites(app().started.deps)).requeued).toBe(0);
   });
+
+  it('blob garbage collection keeps what a bundle refers to and reclaims it after unpublishing', async () => {
+    const u = await publisher(app());
+    const bucket = await newBucket(app(), u.key);
+    await uploadFolder(app(), u.key, bucket.id, { 'a.txt': 'alpha '.repeat(100), 'b.txt': 'beta' });
+    const p = await publishAndWait(app(), u.key, bucket.id);
+    const db = dbOf(app());
+    const deps = app().started.deps;
+    const bundleId = (await db.selectFrom('publications').select('bundle_id').where('id', '=', p.id).executeTakeFirstOrThrow()).bundle_id!;
+    const generated = await db.selectFrom('site_files').select(['sha256', 'gzip_sha256', 'viewer_sha256']).where('bundle_id', '=', bundleId).execute();
+    const listing = generated.find((g) => g.viewer_sha256 === null)!.sha256;
+    const variant = generated.find((g) => g.gzip_sha256)!.gzip_sha256!;
+    const { collectGarbageBlobs } = await import('../src/files/purge.service.ts');
+    const later = new Date(Date.now() + 3 * 86_400_000);
+    await collectGarbageBlobs(db, deps.blobs, later, 100_000);
+    for (const sha of [listing, variant]) expect(await deps.blobs.exists(sha)).toBe(true);
+
+    const del = await app().request('DELETE', `/api/v1/buckets/${bucket.id}/publication`, { key: u.key });
+    expect(del.status).toBe(202);
+    const { untilSettled } = await import('./sites-helpers.ts');
+    expect((await untilSettled(app(), u.key, p.id)).status).toBe('unpublished');
+    expect(await db.selectFrom('site_files').select('path').where('bundle_id', '=', bundleId).execute()).toEqual([]);
+    await collectGarbageBlobs(db, deps.blobs, later, 100_000);
+    for (const sha of [listing, variant]) expect(await deps.blobs.exists(sha)).toBe(false);
+    // The bucket's own files are untouched.
+    const file = await app().request('GET', `/api/v1/buckets/${bucket.id}/files/by_path`, { key: u.key, query: { path: 'a.txt' } });
+    expect(file.status).toBeLessThan(400);
+  });
 });
