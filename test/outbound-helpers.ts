@@ -17,8 +17,11 @@ export interface Sink {
   port: number;
   url: string;
   messages: SinkMessage[];
-  /** Decides the reply to DATA for each message (default 250). Return an Error with responseCode to refuse. */
-  respond: (m: SinkMessage, index: number) => Error | null;
+  /**
+   * Decides the reply to DATA for each message (default 250). Return an Error with responseCode to
+   * refuse, or 'hold' to never answer (the client must give up or die before our 250).
+   */
+  respond: (m: SinkMessage, index: number) => Error | null | 'hold';
   /** Decides the reply to RCPT TO. */
   rcpt: (address: string) => Error | null;
   /** Resolves when `n` messages (accepted or not) reached DATA. */
@@ -73,6 +76,7 @@ export async function startSink(opts: { auth?: { user: string; pass: string } } 
         if (!err) sink.messages.push(m);
         seen++;
         for (const w of waiters.filter((x) => seen >= x.n)) w.resolve();
+        if (err === 'hold') return;
         cb(err, err ? undefined : `2.0.0 Ok: queued as SINK${seen}`);
       });
     },
