@@ -265,6 +265,18 @@ describeEachDatabase('email settings: read, rotation, aliases, allowlist', (app)
     expect(refused.body.error.read_only).toBe(true);
   });
 
+  it('two concurrent rotations of one address: one wins, the other is told the address changed (or the allowance is used); charged once', async () => {
+    const u = await app().user();
+    const box = await mailboxWithAddress(app(), u);
+    const results = await Promise.all([rotateA(app(), u.key, box.id, { current_address: box.address }), rotateA(app(), u.key, box.id, { current_address: box.address })]);
+    const codes = results.map((r) => (r.status === 200 ? 'ok' : r.body.error.code)).sort();
+    expect(codes[1]).toBe('ok');
+    expect(['INBOUND_EMAIL_ADDRESS_CHANGED', 'INBOUND_EMAIL_ROTATION_LIMIT']).toContain(codes[0]);
+    const state = await inboundEmail(app(), u.key, box.id);
+    expect(state.rotations.used).toBe(1);
+    expect(state.address).toBe(results.find((r) => r.status === 200)!.body.data.address);
+  });
+
   it('platform addresses keep their shape after rotation', async () => {
     const u = await app().user({ plan: 'paid' });
     const box = await mailboxWithAddress(app(), u, '!!!');
