@@ -111,15 +111,64 @@ export async function resolveTarget(url: URL, opts: { resolver?: HostResolver; a
 export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Promise<SafeResponse> {
   const url = parseTargetUrl(rawUrl);
   const timeoutMs = opts.timeoutMs ?? SAFE_FETCH_DEFAULTS.timeoutMs;
-  const maxBytes = opts.maxResponseBytes ?? SAFE_FETCH_DEFAULTS.maxResponseBytes;
   const deadline = Date.now() + timeoutMs;
   const [target] = await withDeadline(resolveTarget(url, opts), timeoutMs);
-  const { address, family } = target!;
-  const isLiteral = literalIp(url) !== null;
+  try {
+    return await exchange(url, target!, opts, deadline, true);
+  } catch (err) {
+    // A kept-alive connection the receiver had closed meanwhile: once more on a new connection.
+    if (err instanceof StaleSocket) return exchange(url, target!, opts, deadline, false);
+    throw err;
+  }
+}
 
+class StaleSocket extends Error {}
+
+// Connections are kept alive per checked address (and host name, port and trusted CAs): a pooled
+// socket is always one that was opened to an address we checked. Idle sockets close after a few
+// seconds, before common servers' own keep-alive timeouts.
+const IDLE_MS = 4000;
+const MAX_AGENTS = 256;
+const agents = new Map<string, https.Agent>();
+const contexts = new Map<string, { id: number; context: tls.SecureContext }>();
+
+/** One TLS context per set of extra CAs (building one parses every root certificate). */
+function contextFor(extraCa: string[] | undefined): { id: number; context: tls.SecureContext | undefined } {
+  if (!extraCa?.length) return { id: 0, context: undefined };
+  const key = extraCa.join('\n');
+  let hit = contexts.get(key);
+  if (!hit) contexts.set(key, (hit = { id: contexts.size + 1, context: tls.createSecureContext({ ca: [...tls.rootCertificates, ...extraCa] }) }));
+  return hit;
+}
+
+function agentFor(key: string): https.Agent {
+  let agent = agents.get(key);
+  if (agent) {
+    agents.delete(key);
+    agents.set(key, agent); // most recently used last
+    return agent;
+  }
+  if (agents.size >= MAX_AGENTS) {
+    const [oldKey, oldAgent] = agents.entries().next().value!;
+    agents.delete(oldKey);
+    oldAgent.destroy();
+  }
+  agent = new https.Agent({ keepAlive: true, maxSockets: 8, maxFreeSockets: 2, timeout: IDLE_MS, scheduling: 'lifo' });
+  agents.set(key, agent);
+  return agent;
+}
+
+function exchange(url: URL, target: { address: string; family: 4 | 6 }, opts: SafeFetchOptions, deadline: number, reuse: boolean): Promise<SafeResponse> {
+  const { address, family } = target;
+  const isLiteral = literalIp(url) !== null;
+  const port = Number(url.port || 443);
+  const maxBytes = opts.maxResponseBytes ?? SAFE_FETCH_DEFAULTS.maxResponseBytes;
+  const timeoutMs = opts.timeoutMs ?? SAFE_FETCH_DEFAULTS.timeoutMs;
+  const ca = contextFor(opts.extraCa);
   return new Promise<SafeResponse>((resolve, reject) => {
     let settled = false;
-    const fail = (err: SafeFetchError) => {
+    let responded = false;
+    const fail = (err: Error) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -130,16 +179,20 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
       method: opts.method ?? 'POST',
       // The name stays the host (certificate check, SNI); `lookup` pins the address we checked.
       host: isLiteral ? address : url.hostname,
-      port: url.port || 443,
+      port,
       path: `${url.pathname}${url.search}`,
       headers: { host: url.host, ...opts.headers, ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}) },
-      agent: false,
+      agent: reuse ? agentFor(`${address}|${url.hostname}|${port}|${ca.id}`) : false,
       lookup: ((_host: string, o: { all?: boolean }, cb: (...args: unknown[]) => void) => (o?.all ? cb(null, [{ address, family }]) : cb(null, address, family))) as never,
-      ...(opts.extraCa?.length ? { ca: [...tls.rootCertificates, ...opts.extraCa] } : {}),
+      ...(ca.context ? { secureContext: ca.context } : {}),
     });
     const timer = setTimeout(() => fail(new SafeFetchError('timeout', `no complete response within ${Math.round(timeoutMs / 1000)} s`)), Math.max(0, deadline - Date.now()));
-    req.on('error', (err: NodeJS.ErrnoException) => fail(networkError(err)));
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      const stale = req.reusedSocket && !responded && ['ECONNRESET', 'EPIPE'].includes(err.code ?? '');
+      fail(stale ? new StaleSocket() : networkError(err));
+    });
     req.on('response', (res) => {
+      responded = true;
       const parts: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
