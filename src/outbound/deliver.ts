@@ -35,6 +35,21 @@ export async function deliverOne(deps: AppDeps, remote: Omit<RemoteOptions, 'rel
     .where('outbound_recipients.address', '=', payload.address)
     .executeTakeFirst();
   if (!row || FINAL.has(row.status)) return;
+  try {
+    await attemptDelivery(deps, remote, row, job);
+  } catch (err) {
+    // An unexpected fault (database, blob store): the worker retries the job; on the last attempt
+    // the recipient must not stay `queued` forever.
+    if (!(err instanceof RetryJobAt) && job.attempts >= job.max_attempts) {
+      await record(deps, row, { status: 'failed', reply: `gave up after ${job.attempts} attempts: internal error`, route: row.route ?? 'local' }, job.attempts);
+    }
+    throw err;
+  }
+}
+
+type Row = OutboundRecipientsTable & Pick<OutboundMessagesTable, 'kind' | 'envelope_from' | 'raw_sha256' | 'sealed_raw'> & { rfc_message_id: string };
+
+async function attemptDelivery(deps: AppDeps, remote: Omit<RemoteOptions, 'relayUrl'>, row: Row, job: JobsTable): Promise<void> {
   const raw = await loadRaw(deps, row);
   if (!raw) return record(deps, row, { status: 'failed', reply: 'message content is no longer stored', route: 'local' }, job.attempts);
 
