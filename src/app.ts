@@ -15,6 +15,7 @@ import { createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
+import { registerAgentAccessTasks } from './agent-auth/agent-access.ts';
 import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
 import { registerSiteTasks } from './sites/tasks.ts';
 import { siteOrigin } from './sites/urls.ts';
@@ -110,6 +111,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerMaintenance(worker, deps);
         registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
+        registerAgentAccessTasks(worker, deps);
         registerEventTasks(worker, deps);
         registerAddressTasks(worker, deps);
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });

@@ -156,24 +156,5 @@ export function registerAccountRoutesA(app: App, _deps: AppDeps) {
     const account = await createClient(req, req.body);
     return reply.code(201).send({ data: { account } });
   });
-
-  app.get(
-    '/agent_auth/capabilities',
-    { config: { auth: false }, schema: { tags: ['auth'], summary: 'Supported authentication flows (no key)', security: [] } },
-    async () => ({
-      data: {
-        flows: [
-          { id: 'api_key', available: true, description: 'Create an API key in the dashboard and send it as Authorization: Bearer.' },
-          { id: 'email_code', available: false, description: 'Email a six-digit code to an account owner or administrator.' },
-          { id: 'oauth_device', available: false, description: 'OAuth 2.0 device authorization grant.' },
-          { id: 'oauth_authorization_code', available: false, description: 'OAuth 2.0 authorization code with PKCE for remote MCP clients.' },
-        ],
-        creates_accounts: false,
-        sign_up_url: null,
-        key_prefix: 'cubby_',
-        scopes: ['mailbox_read', 'mailbox_write', 'mailbox_admin'],
-      },
-    }),
-  );
 }
 

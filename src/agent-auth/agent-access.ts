@@ -4,6 +4,9 @@ import { registerOAuthRoutes } from '../oauth/oauth.routes.ts';
 import { registerMcp } from '../mcp/mcp.routes.ts';
 import { registerApprovalPages } from '../oauth/approve.pages.ts';
 import { registerConnectionPages } from './connections.pages.ts';
+import { registerLoginLinkPage } from './login-links.ts';
+export { registerAgentAuthRoutesA, registerAgentAuthRoutesR } from './agent-auth.routes.ts';
+export { registerAgentAccessTasks } from './tasks.ts';
 
 // Entry points of agent access, so that the shared server files each need one line:
 // the OAuth server and MCP endpoint at the top level, the dashboard pages in the web scope.
@@ -16,4 +19,5 @@ export async function registerAgentAccess(app: FastifyInstance, deps: AppDeps): 
 export function registerAgentAccessPages(web: FastifyInstance, deps: AppDeps): void {
   registerApprovalPages(web, deps);
   registerConnectionPages(web, deps);
+  registerLoginLinkPage(web, deps);
 }

@@ -24,7 +24,7 @@ import { registerAddressRoutesA, registerAddressRoutesR } from '../addresses/add
 import { registerDomainRoutesA, registerDomainRoutesR } from '../domains/domains.routes.ts';
 import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
 import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
-import { registerAgentAccess } from '../agent-auth/agent-access.ts';
+import { registerAgentAccess, registerAgentAuthRoutesA, registerAgentAuthRoutesR } from '../agent-auth/agent-access.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
@@ -116,6 +116,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     async (r) => {
       r.addHook('onRequest', authenticate);
       registerAccountRoutesR(r as any, deps);
+      registerAgentAuthRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);
       registerEmailRoutesR(r as any);
@@ -132,6 +133,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     async (a) => {
       a.addHook('onRequest', authenticate);
       registerAccountRoutesA(a as any, deps);
+      registerAgentAuthRoutesA(a as any, deps);
       registerBucketRoutesA(a as any);
       registerPublicationRoutesA(a as any);
       registerBucketFileRoutesA(a as any);
