@@ -137,4 +137,18 @@ admin
     }),
   );
 
+admin
+  .command('dkim-key')
+  .description('Create or replace the DKIM signing key of a sending domain; prints the DNS TXT record to publish')
+  .requiredOption('--domain <domain>')
+  .option('--selector <selector>', 'DNS label of the key', 'cubby1')
+  .action((o) =>
+    withDatabase(async (db) => {
+      const { createDkimKey } = await import('../outbound/dkim.ts');
+      const { resolveSecretKey } = await import('../secret.ts');
+      const record = await createDkimKey({ db, secret: resolveSecretKey(config()), now: () => new Date() }, o.domain, o.selector);
+      return { domain: o.domain.toLowerCase(), selector: o.selector, dns_txt_name: record.name, dns_txt_value: record.value };
+    }),
+  );
+
 await program.parseAsync(process.argv);

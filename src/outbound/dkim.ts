@@ -29,10 +29,12 @@ export async function dkimKeyFor(deps: AppDeps, domain: string): Promise<DkimKey
 
 /**
  * Generates an RSA-2048 key for a domain (replacing any earlier one) and returns the DNS TXT record
- * to publish at `<selector>._domainkey.<domain>`.
+ * to publish at `<selector>._domainkey.<domain>` (`cubby admin dkim-key --domain … --selector …`).
  */
-export async function createDkimKey(deps: AppDeps, domain: string, selector: string): Promise<{ name: string; value: string }> {
-  const d = domain.toLowerCase();
+export async function createDkimKey(deps: Pick<AppDeps, 'db' | 'secret' | 'now'>, domain: string, selector: string): Promise<{ name: string; value: string }> {
+  const d = domain.toLowerCase().replace(/\.$/, '');
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/.test(d)) throw new Error(`${domain} is not a domain name`);
+  if (!/^[a-z0-9][a-z0-9._-]{0,62}$/i.test(selector)) throw new Error(`${selector} is not a DNS label`);
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const spki = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
