@@ -95,6 +95,34 @@ describe.skipIf(!DATABASES.includes('postgres'))('two nodes on one Postgres data
     onB.cable.close();
   });
 
+  it('a lost LISTEN connection ends local sockets (clients catch up) and comes back', async () => {
+    const u = await nodeA.user();
+    const box = await mailboxWithAddress(nodeA, u);
+    const before = await subscribed(nodeB, u.key, box.id);
+    const admin = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+    await admin.connect();
+    const listeners = async () => (await admin.query(`select pid from pg_stat_activity where query = 'LISTEN "cubby_live_${schema}"'`)).rows.map((r) => r.pid);
+    try {
+      const pids = await listeners();
+      expect(pids.length).toBe(2);
+      for (const pid of pids) await admin.query('select pg_terminate_backend($1)', [pid]);
+      expect(await before.cable.next((f) => f.type === 'disconnect')).toEqual({ type: 'disconnect', reason: 'server_restart', reconnect: false });
+      // Both nodes listen again (new backends), then a new connection gets pushes again.
+      for (let i = 0; ; i++) {
+        const now = await listeners();
+        if (now.length === 2 && !now.some((p) => pids.includes(p))) break;
+        if (i > 100) throw new Error('the listeners did not come back');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await admin.end();
+    }
+    const after = await subscribed(nodeB, u.key, box.id);
+    const sent = (await sendMail(nodeA, { to: box.address })).emailIds[0];
+    expect((await after.cable.next((f) => f.identifier && f.message)).message.data.email_id).toBe(sent);
+    after.cable.close();
+  });
+
   it('first webhook attempts stay in order when both nodes receive mail and both run workers', async () => {
     const u = await nodeA.user();
     const box = await mailboxWithAddress(nodeA, u);

@@ -159,9 +159,9 @@ for (const kind of DATABASES) {
       expect(d.attempts.at(-1)).toMatchObject({ outcome: 'failed', next_attempt_at: null });
     });
 
-    it('a new URL or a rotation cancels waiting deliveries; DELETE cancels queued ones', async () => {
+    it('a new URL or a rotation cancels waiting deliveries; DELETE cancels queued ones; so does deleting the mailbox', async () => {
       const u = await app.user();
-      for (const change of ['rotate', 'url', 'delete'] as const) {
+      for (const change of ['rotate', 'url', 'delete', 'mailbox'] as const) {
         const { box, hits } = await hooked(u);
         receiver.respond = (r) => (r.path === `/r/${box.id}` ? { status: 500 } : { status: 204 });
         await sendMail(app, { to: box.address });
@@ -170,14 +170,19 @@ for (const kind of DATABASES) {
         if (change === 'rotate') await setWebhook(app, u.key, box.id, receiver.url(`/r/${box.id}`), { rotate_secret: true });
         if (change === 'url') await setWebhook(app, u.key, box.id, receiver.url(`/elsewhere/${box.id}`));
         if (change === 'delete') expect((await app.request('DELETE', `/v1/mailboxes/${box.id}/email/webhook`, { key: u.key })).status).toBe(200);
+        if (change === 'mailbox') {
+          expect((await app.request('POST', `/v1/mailboxes/${box.id}/archive`, { key: u.key })).status).toBe(200);
+          expect((await app.request('DELETE', `/v1/mailboxes/${box.id}`, { key: u.key, body: { confirmation: `DELETE ${box.id}` } })).status).toBe(200);
+        }
         receiver.respond = () => ({ status: 204 });
         clock.offsetMs += 2 * HOUR;
         await drain(app);
         expect(hits(), change).toHaveLength(1);
-        const [d] = await deliveries(app, u.key, box.id);
-        expect(d, change).toMatchObject({ status: 'cancelled', last_error: expect.stringContaining('cancelled') });
-        const queued = await app.started.deps.db.selectFrom('jobs').select('status').where('task', '=', 'webhooks.retry').where('payload', 'like', `%${d.id}%`).execute();
-        expect(queued.map((j) => j.status), change).toEqual(['cancelled']);
+        const [d] = await app.started.deps.db.selectFrom('webhook_deliveries').selectAll().where('mailbox_id', '=', box.id).execute();
+        expect(d, change).toMatchObject({ status: 'cancelled', last_error: expect.stringMatching(/cancelled|removed/) });
+        const queued = await app.started.deps.db.selectFrom('jobs').select('status').where('task', '=', 'webhooks.retry').where('payload', 'like', `%${d!.id}%`).execute();
+        // Settings changes cancel the queued retry; for a deleted mailbox the retry runs and stands down.
+        expect(queued.map((j) => j.status), change).toEqual([change === 'mailbox' ? 'done' : 'cancelled']);
       }
     });
   });

@@ -82,6 +82,9 @@ export class LiveHub {
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private checking = false;
+  private stopped = false;
+  /** Connection rows being forgotten (awaited on stop, before the database closes). */
+  private removals = new Set<Promise<unknown>>();
 
   constructor(readonly opts: HubOptions) {}
 
@@ -94,14 +97,8 @@ export class LiveHub {
   }
 
   async start(): Promise<void> {
-    if (this.opts.listen) {
-      const client = new pg.Client({ connectionString: this.opts.listen.url });
-      client.on('notification', (n) => this.onNotification(n.payload));
-      client.on('error', (err) => this.opts.log.error({ err }, 'live listener failed'));
-      await client.connect();
-      await client.query(`LISTEN "${liveChannel(this.opts.listen.schema)}"`);
-      this.listener = client;
-    }
+    this.stopped = false;
+    if (this.opts.listen) await this.listen(this.opts.listen);
     const every = (ms: number, fn: () => Promise<void> | void) => {
       const t = setInterval(() => void Promise.resolve(fn()).catch((err) => this.opts.log.error({ err }, 'live housekeeping failed')), ms);
       t.unref();
@@ -113,9 +110,51 @@ export class LiveHub {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const t of this.timers.splice(0)) clearInterval(t);
     for (const c of this.connections()) c.disconnect('server_restart');
     await this.listener?.end().catch(() => undefined);
+    await Promise.all(this.removals);
+  }
+
+  /**
+   * The LISTEN connection. When it breaks, notifications in the gap are lost, so every local
+   * connection is ended (clients take a new ticket and catch up with the email list) and the
+   * listener reconnects.
+   */
+  private async listen(target: { url: string; schema?: string }): Promise<void> {
+    const client = new pg.Client({ connectionString: target.url });
+    let lost = false;
+    const onLost = (err?: unknown) => {
+      if (lost || this.stopped) return;
+      lost = true;
+      this.opts.log.error({ err }, 'live listener lost; reconnecting');
+      for (const c of this.connections()) c.disconnect('server_restart');
+      void client.end().catch(() => undefined);
+      const retry = async () => {
+        if (this.stopped) return;
+        try {
+          await this.listen(target);
+        } catch (e) {
+          this.opts.log.error({ err: e }, 'live listener reconnect failed');
+          setTimeout(() => void retry(), 2000).unref();
+        }
+      };
+      setTimeout(() => void retry(), 1000).unref();
+    };
+    let listening = false;
+    client.on('notification', (n) => this.onNotification(n.payload));
+    client.on('error', (err) => listening && onLost(err));
+    client.on('end', () => listening && onLost());
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${liveChannel(target.schema)}"`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    listening = true;
+    this.listener = client;
   }
 
   add(c: CableConnection): void {
@@ -129,7 +168,13 @@ export class LiveHub {
     const set = this.byMailbox.get(c.binding.mailboxId);
     set?.delete(c);
     if (set && !set.size) this.byMailbox.delete(c.binding.mailboxId);
-    void this.opts.db.deleteFrom('live_connections').where('id', '=', c.id).execute().catch((err) => this.opts.log.error({ err }, 'forgetting a live connection failed'));
+    const p = this.opts.db
+      .deleteFrom('live_connections')
+      .where('id', '=', c.id)
+      .execute()
+      .catch((err) => this.opts.log.error({ err }, 'forgetting a live connection failed'))
+      .finally(() => this.removals.delete(p));
+    this.removals.add(p);
   }
 
   /** Open connections of a key on all nodes (rows refreshed recently). */

@@ -63,9 +63,15 @@ async function close(deps: AppDeps, d: WebhookDeliveriesTable, status: DeliveryS
 
 /** Makes the next attempt of a pending or retrying delivery and records it. */
 export async function attemptDelivery(deps: AppDeps, rt: WebhookRuntime, d: WebhookDeliveriesTable): Promise<AttemptOutcome | null> {
-  const hook = await deps.db.selectFrom('webhooks').selectAll().where('id', '=', d.webhook_id).executeTakeFirst();
+  const hook = await deps.db
+    .selectFrom('webhooks')
+    .innerJoin('mailboxes', 'mailboxes.id', 'webhooks.mailbox_id')
+    .selectAll('webhooks')
+    .where('webhooks.id', '=', d.webhook_id)
+    .where('mailboxes.deleted_at', 'is', null)
+    .executeTakeFirst();
   if (!hook) {
-    await close(deps, d, 'cancelled', 'the webhook was removed');
+    await close(deps, d, 'cancelled', 'the webhook or its mailbox was removed');
     return null;
   }
   const event = await deps.db.selectFrom('events').select('payload').where('id', '=', d.event_id).executeTakeFirst();
@@ -73,7 +79,14 @@ export async function attemptDelivery(deps: AppDeps, rt: WebhookRuntime, d: Webh
     await close(deps, d, 'failed', 'the event is no longer stored');
     return null;
   }
-  const secret = decryptSecret(deps.secret, hook.id, hook.secret_ciphertext);
+  let secret: string;
+  try {
+    secret = decryptSecret(deps.secret, hook.id, hook.secret_ciphertext);
+  } catch {
+    // Only when CUBBY_SECRET_KEY changed under a stored secret: nothing can be signed until rotation.
+    await close(deps, d, 'failed', 'the signing secret cannot be read (the service secret key changed); rotate the webhook secret');
+    return null;
+  }
   const startedAt = deps.now();
   const t0 = performance.now();
   const r = await send(deps, rt, hook.url, secret, d.event_id, event.payload);
