@@ -77,6 +77,9 @@ for (const kind of DATABASES) {
       const box = await mailboxWithAddress(app, u);
       const other = await mailboxWithAddress(app, u);
       const t = await ticket(app, u.key, box.id);
+      const plain = await app.request('GET', '/cable');
+      expect(plain.status).toBe(404);
+      expect(plain.body.error.code).toBe('NOT_FOUND');
       const cable = await RawCable.open(cableUrl(t));
       expect(cable.ws.protocol).toBe('actioncable-v1-json');
       expect(await cable.next()).toEqual({ type: 'welcome' });

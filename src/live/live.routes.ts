@@ -9,6 +9,7 @@ import { accountIdField, reasonField } from '../http/schemas.ts';
 import { reasonOf } from '../mailboxes/mailboxes.routes.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { eventsId } from '../events/ids.ts';
+import { AppError } from '../errors.ts';
 import { checkLiveAccess } from './access.ts';
 import { consumeLiveToken, issueLiveToken, LIVE_TOKEN_TTL_S } from './tokens.ts';
 import { CableConnection, CHANNEL, SUBPROTOCOL, type DisconnectReason } from './cable.ts';
@@ -63,9 +64,19 @@ export async function registerCable(app: FastifyInstance, deps: AppDeps): Promis
         handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
       },
     });
-    scope.get('/cable', { websocket: true, schema: { hide: true }, config: { auth: false } }, (socket, req) => {
-      const token = (req.query as Record<string, unknown>)?.email_subscription_token;
-      void openCable(deps, hub, socket, typeof token === 'string' ? token : undefined);
+    scope.route({
+      method: 'GET',
+      url: '/cable',
+      schema: { hide: true },
+      config: { auth: false },
+      // A plain HTTP request gets the JSON 404 every unknown route gets, with a hint.
+      handler: async () => {
+        throw new AppError('NOT_FOUND', 'GET /cable is the live subscription WebSocket endpoint: connect with subprotocol actioncable-v1-json and ?email_subscription_token=.');
+      },
+      wsHandler: (socket, req) => {
+        const token = (req.query as Record<string, unknown>)?.email_subscription_token;
+        void openCable(deps, hub, socket, typeof token === 'string' ? token : undefined);
+      },
     });
   });
 }
