@@ -47,10 +47,20 @@ export function webhookRuntime(deps: Pick<AppDeps, 'config'>, opts: EventsOption
   return {
     resolver: opts.hostResolver ?? (opts.resolver ? hostResolverFrom(opts.resolver) : systemHostResolver),
     allowPrivate: deps.config.webhookAllowPrivate,
-    extraCa: caFile ? [fs.readFileSync(caFile, 'utf8')] : [],
+    extraCa: caFile ? [readCaFile(caFile)] : [],
     retry: { ...DEFAULT_RETRY_POLICY, ...opts.retry },
     timeoutMs: opts.webhookTimeoutMs ?? 15_000,
   };
+}
+
+function readCaFile(file: string): string {
+  try {
+    const pem = fs.readFileSync(file, 'utf8');
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no PEM certificate in it');
+    return pem;
+  } catch (err) {
+    throw new Error(`CUBBY_WEBHOOK_CA_FILE: cannot use ${file}: ${(err as Error).message}`);
+  }
 }
 
 /** Builds the runtime and puts it on `deps.events`; start() opens the LISTEN connection. */

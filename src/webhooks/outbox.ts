@@ -41,6 +41,7 @@ export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, row
       finished_at: null,
     });
   }
-  await trx.insertInto('webhook_deliveries').values(deliveries).execute();
+  // Chunked: a group commit may carry hundreds of events, and statements have a parameter limit.
+  for (let i = 0; i < deliveries.length; i += 500) await trx.insertInto('webhook_deliveries').values(deliveries.slice(i, i + 500)).execute();
   for (const webhookId of new Set(deliveries.map((d) => d.webhook_id))) await deps.jobs.enqueue(trx, DISPATCH_TASK, { webhook_id: webhookId });
 }
