@@ -50,20 +50,26 @@ const BYPASSES = [
   'https://private6.test/',
 ];
 
-/** Names the injected DNS knows; `flip.test` changes its answer when told. */
-const zone: Record<string, string[]> = {
-  'loopback.test': ['127.0.0.1'],
-  'metadata.test': ['169.254.169.254'],
-  'mixed.test': ['93.184.215.14', '10.1.2.3'],
-  'mapped.test': ['::ffff:10.0.0.1'],
-  'private6.test': ['fd12:3456::1'],
-  'public.test': ['93.184.215.14'],
-  'flip.test': ['93.184.215.14'],
-};
-async function dns(name: string, rrtype: string): Promise<unknown> {
-  const hit = (zone[name.toLowerCase()] ?? []).filter((a) => (rrtype === 'AAAA' ? a.includes(':') : rrtype === 'A' && !a.includes(':')));
-  if (!hit.length) throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-  return hit;
+/**
+ * The names an injected DNS knows; `flip.test` changes its answer when told. Each database suite
+ * gets its own copy, so a flip made by one suite can never be seen by the next.
+ */
+function makeZone() {
+  const zone: Record<string, string[]> = {
+    'loopback.test': ['127.0.0.1'],
+    'metadata.test': ['169.254.169.254'],
+    'mixed.test': ['93.184.215.14', '10.1.2.3'],
+    'mapped.test': ['::ffff:10.0.0.1'],
+    'private6.test': ['fd12:3456::1'],
+    'public.test': ['93.184.215.14'],
+    'flip.test': ['93.184.215.14'],
+  };
+  async function dns(name: string, rrtype: string): Promise<unknown> {
+    const hit = (zone[name.toLowerCase()] ?? []).filter((a) => (rrtype === 'AAAA' ? a.includes(':') : rrtype === 'A' && !a.includes(':')));
+    if (!hit.length) throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+    return hit;
+  }
+  return { zone, dns };
 }
 
 describe('address policy', () => {
@@ -78,6 +84,7 @@ describe('address policy', () => {
 for (const kind of DATABASES) {
   describe(`webhooks: SSRF bypass attempts are refused [${kind}]`, () => {
     let app: TestApp;
+    const { zone, dns } = makeZone();
     beforeAll(async () => {
       app = await startTestApp(kind, {}, { resolver: dns });
     });
@@ -98,7 +105,6 @@ for (const kind of DATABASES) {
       const u = await app.user();
       const box = await mailboxWithAddress(app, u);
       expect((await app.request('PUT', `/v1/mailboxes/${box.id}/email/webhook`, { key: u.key, body: { webhook_url: 'https://public.test/hook' } })).status).toBe(200);
-      zone['flip.test'] = ['93.184.215.14'];
       await setWebhook(app, u.key, box.id, 'https://flip.test/hook');
       zone['flip.test'] = ['127.0.0.1'];
       await sendMail(app, { to: box.address });
