@@ -37,6 +37,16 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams | null> {
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
+/** No Origin (or an opaque one) passes; a foreign or malformed one (which URL would throw on) does not. */
+function sameOrigin(origin: string | undefined, host: string | undefined): boolean {
+  if (!origin || origin === 'null') return true;
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
 /** A path without a file extension looks like a route of a single-page app. */
 function looksLikeRoute(path: string): boolean {
   const last = path.slice(path.lastIndexOf('/') + 1);
@@ -79,8 +89,7 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
 
     if (method === 'POST' && path.startsWith('.cubby/')) {
       // Forms post only from the site's own pages.
-      const origin = req.headers.origin;
-      if (origin && origin !== 'null' && new URL(origin).host !== req.headers.host) return sendText(res, site, 403, 'Forbidden', 'text/plain; charset=utf-8');
+      if (!sameOrigin(req.headers.origin, req.headers.host)) return sendText(res, site, 403, 'Forbidden', 'text/plain; charset=utf-8');
       const form = await readForm(req);
       if (!form) return sendText(res, site, 400, 'Bad request', 'text/plain; charset=utf-8');
       const send: Send = (status, body, headers = {}) => sendText(res, site, status, body, 'text/html; charset=utf-8', headers);

@@ -1,0 +1,106 @@
+import http from 'node:http';
+import { beforeAll, expect, it } from 'vitest';
+import { describeEachDatabase } from './harness.ts';
+import { form, newBucket, publishAndWait, publisher, siteFetch, uploadFolder, type SiteResponse } from './sites-helpers.ts';
+
+// The sites server against hostile requests: raw (un-normalised) traversal paths, a malformed
+// Origin on the access forms, and access cookies replayed on another site.
+
+/** A request with the path sent exactly as written (URL would normalise `..` and `%2e%2e`). */
+function rawFetch(origin: string, rawPath: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<SiteResponse> {
+  const u = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: Number(u.port), path: rawPath, method: opts.method ?? 'GET', headers: { host: u.host, ...opts.headers }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode!, headers: res.headers, body, text: body.toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    if (opts.body !== undefined) req.write(opts.body);
+    req.end();
+  });
+}
+
+describeEachDatabase('sites: hostile requests', (app) => {
+  let site: any;
+  beforeAll(async () => {
+    const u = await publisher(app());
+    const bucket = await newBucket(app(), u.key, 'Rooted');
+    // Only public/ is served; secret.txt sits beside it in the bucket.
+    await uploadFolder(app(), u.key, bucket.id, { 'public/index.html': '<h1>root</h1>', 'public/a/page.html': 'page', 'secret.txt': 'TOP SECRET' });
+    site = await publishAndWait(app(), u.key, bucket.id, { publication_root_directory: 'public' });
+    expect(site.publish_state).toBe('ready');
+  });
+
+  it('traversal in every spelling stays inside the served root', async () => {
+    const paths = [
+      '/../secret.txt',
+      '/a/../../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/%2E%2E/secret.txt',
+      '/a/%2e%2e/%2e%2e/secret.txt',
+      '/..%2fsecret.txt',
+      '/..%5csecret.txt',
+      '/..\\secret.txt',
+      '/a\\..\\..\\secret.txt',
+      '/%2e%2e%5c%2e%2e%5csecret.txt',
+      '/secret.txt%00.html',
+      '/%00',
+      '/%c0%ae%c0%ae/secret.txt',
+      '/%c0%af..%c0%afsecret.txt',
+      '/%e0%80%ae%e0%80%ae/secret.txt',
+      '/%252e%252e/secret.txt',
+      '/./secret.txt',
+      '//secret.txt',
+      '/public/../secret.txt',
+      '/secret.txt',
+    ];
+    for (const p of paths) {
+      const res = await rawFetch(site.public_url, p);
+      expect([400, 404], `${p} → ${res.status}`).toContain(res.status);
+      expect(res.text, p).not.toContain('TOP SECRET');
+    }
+    // Decoded dot segments and NUL are refused outright, not looked up.
+    for (const p of ['/%2e%2e/secret.txt', '/a/%2e/page.html', '/secret.txt%00.html', '/%c0%ae%c0%ae/secret.txt']) {
+      expect((await rawFetch(site.public_url, p)).status, p).toBe(400);
+    }
+    expect((await rawFetch(site.public_url, '/a/page.html')).text).toBe('page');
+  });
+
+  it('a malformed Origin on an access form is refused, not a server error', async () => {
+    const u = await publisher(app());
+    const bucket = await newBucket(app(), u.key, 'Guarded');
+    await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<h1>guarded</h1>' });
+    const p = await publishAndWait(app(), u.key, bucket.id, { access_mode: 'password' });
+    for (const origin of ['garbage', 'http://', '://x']) {
+      const res = await siteFetch(`${p.public_url}/.cubby/password`, { method: 'POST', headers: { ...form({}).headers, origin }, body: form({ password: p.password }).body });
+      expect(res.status, origin).toBe(403);
+      expect(res.headers['set-cookie']).toBeUndefined();
+    }
+  });
+
+  it('an access cookie works only on the site that set it', async () => {
+    const u = await publisher(app());
+    const a = await newBucket(app(), u.key, 'Site A');
+    const b = await newBucket(app(), u.key, 'Site B');
+    await uploadFolder(app(), u.key, a.id, { 'index.html': '<h1>a</h1>' });
+    await uploadFolder(app(), u.key, b.id, { 'index.html': '<h1>b</h1>' });
+    const pa = await publishAndWait(app(), u.key, a.id, { access_mode: 'password', password: 'same password here' });
+    const pb = await publishAndWait(app(), u.key, b.id, { access_mode: 'password', password: 'same password here' });
+    const ok = await siteFetch(`${pa.public_url}/.cubby/password`, { method: 'POST', ...form({ password: 'same password here', next: '/' }) });
+    expect(ok.status).toBe(303);
+    const setCookie = (ok.headers['set-cookie'] as string[])[0]!;
+    // Host-only: no Domain attribute, so a browser never sends it to another site.
+    expect(setCookie).not.toMatch(/domain=/i);
+    const cookie = setCookie.split(';')[0]!;
+    expect((await siteFetch(pa.public_url, { headers: { cookie } })).status).toBe(200);
+    // Replayed by hand on another site of the same owner, with the same password: still refused.
+    const replay = await siteFetch(pb.public_url, { headers: { cookie } });
+    expect(replay.status).toBe(401);
+    expect(replay.text).not.toContain('<h1>b</h1>');
+  });
+});
