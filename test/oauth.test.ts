@@ -108,6 +108,38 @@ for (const kind of DATABASES) {
       expect((await web.get(`/oauth/device?user_code=${late.user_code}`)).status).toBe(404);
     });
 
+    it('device grant: a wrong resource does not burn an approved code; an approved code not collected in time is expired_token and its connection revoked', async () => {
+      const user = await app.user();
+      const client = await deviceClient(as);
+      const start = async () => oauth.processDeviceAuthorizationResponse(as, client, await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: 'cubby:mcp', api_key: 'false' }, insecure));
+      const poll = (code: string) => oauth.deviceCodeGrantRequest(as, client, oauth.None(), code, insecure).then((r) => oauth.processDeviceCodeResponse(as, client, r));
+      const web = await signedIn(app, user);
+      const approve = async (userCode: string) => {
+        const page = await web.get(`/oauth/device?user_code=${userCode}`);
+        expect((await decide(web, page, '/oauth/device', { decision: 'approve', account_id: user.accountId, scope: 'mailbox_read', mailbox_access: 'all' })).status).toBe(200);
+      };
+
+      const first = await start();
+      await approve(first.user_code);
+      const wrong = await fetch(`${app.base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: client.client_id, device_code: first.device_code, resource: 'https://elsewhere.example/mcp' }),
+      });
+      expect((await wrong.json()).error).toBe('invalid_target');
+      expect((await poll(first.device_code)).access_token).toMatch(/^cubby_at_/);
+
+      const late = await start();
+      await approve(late.user_code);
+      const db = app.started.deps.db;
+      const row = await db.selectFrom('oauth_device_codes').select('connection_id').where('user_code', '=', late.user_code.replace('-', '')).executeTakeFirstOrThrow();
+      clock.advance(601);
+      expect(await oauthError(poll(late.device_code))).toBe('expired_token');
+      const conn = await db.selectFrom('agent_connections').select(['revoked_at', 'revoked_reason']).where('id', '=', row.connection_id!).executeTakeFirstOrThrow();
+      expect(conn.revoked_reason).toBe('device_code_expired');
+      expect(await oauthError(poll(late.device_code))).toBe('invalid_grant');
+    });
+
     it('refuses other resources (RFC 8707) and unknown scopes', async () => {
       const client = await deviceClient(as);
       const wrong = await fetch(`${app.base}/oauth/device_authorization`, {

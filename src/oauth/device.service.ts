@@ -3,8 +3,8 @@ import type { OAuthDeviceCodesTable } from '../agent-auth/agent-auth.schema.ts';
 import { randomToken, sha256Hex } from '../ids.ts';
 import { iso } from '../time.ts';
 import { isUniqueViolation } from '../db/database.ts';
-import { agentId, insertConnection, prepareConnection, type ConnectionRequest } from '../agent-auth/connections.service.ts';
-import { OAuthError } from './oauth.http.ts';
+import { agentId, insertConnection, prepareConnection, revokeConnection, type ConnectionRequest } from '../agent-auth/connections.service.ts';
+import { checkResource, OAuthError } from './oauth.http.ts';
 import type { Client } from './clients.service.ts';
 
 // The device authorization grant (RFC 8628). The user code doubles as the "connection id"
@@ -116,11 +116,13 @@ export async function denyDevice(deps: AppDeps, deviceId: string, userId: string
  * to issue tokens for once approved; otherwise throws the error the RFC names. Polling faster
  * than the interval answers slow_down and adds five seconds to the interval for good.
  */
-export async function pollDevice(deps: AppDeps, client: Client, deviceCode: string | undefined) {
+export async function pollDevice(deps: AppDeps, client: Client, deviceCode: string | undefined, resource?: string) {
   if (!deviceCode) throw new OAuthError('invalid_request', 'device_code is required.');
   const now = deps.now();
   const row = await deps.db.selectFrom('oauth_device_codes').selectAll().where('device_code_hash', '=', sha256Hex(deviceCode)).executeTakeFirst();
   if (!row || row.client_id !== client.id) throw new OAuthError('invalid_grant', 'Unknown device_code for this client.');
+  // Checked before anything is spent: a wrong resource must not burn an approved code.
+  if (resource !== undefined && checkResource(deps, resource) !== row.resource) throw new OAuthError('invalid_target', 'resource differs from the device authorization request.');
   if (row.status === 'consumed') throw new OAuthError('invalid_grant', 'This device_code was already exchanged.');
   if (row.status === 'denied') throw new OAuthError('access_denied', 'The person denied this connection.');
   if (row.status === 'pending' && Date.parse(row.expires_at) <= now.getTime()) throw new OAuthError('expired_token', 'The device code expired; start again.');
@@ -130,6 +132,13 @@ export async function pollDevice(deps: AppDeps, client: Client, deviceCode: stri
     await deps.db.updateTable('oauth_device_codes').set({ last_polled_at: iso(now), interval_seconds: interval }).where('id', '=', row.id).execute();
     if (tooSoon) throw new OAuthError('slow_down', `Polling too fast; wait ${interval} seconds between requests.`);
     throw new OAuthError('authorization_pending', 'Waiting for the person to approve in the browser.');
+  }
+  // Approved but never collected within the code's lifetime: the code is dead (RFC 8628 §3.5),
+  // and so is the connection made for it, which nobody holds.
+  if (row.status === 'approved' && Date.parse(row.expires_at) <= now.getTime()) {
+    const spent = await deps.db.updateTable('oauth_device_codes').set({ status: 'consumed', last_polled_at: iso(now) }).where('id', '=', row.id).where('status', '=', 'approved').executeTakeFirst();
+    if (Number(spent.numUpdatedRows) === 1 && row.connection_id) await revokeConnection(deps.db, row.connection_id, 'device_code_expired', now);
+    throw new OAuthError('expired_token', 'The device code expired before it was exchanged; start again.');
   }
   // Approved: exchange exactly once.
   const res = await deps.db.updateTable('oauth_device_codes').set({ status: 'consumed', last_polled_at: iso(now) }).where('id', '=', row.id).where('status', '=', 'approved').executeTakeFirst();

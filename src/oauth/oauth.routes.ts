@@ -78,9 +78,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, deps: AppDeps): 
       const client = await authenticateClient(deps.db, req, body);
       if (grantType === DEVICE_GRANT) {
         assertGrantAllowed(client, DEVICE_GRANT);
-        const resource = param(body, 'resource');
-        const grant = await pollDevice(deps, client, param(body, 'device_code', 200));
-        if (resource !== undefined && checkResource(deps, resource) !== grant.resource) throw new OAuthError('invalid_target', 'resource differs from the device authorization request.');
+        const grant = await pollDevice(deps, client, param(body, 'device_code', 200), param(body, 'resource'));
         return sendJson(reply, 200, await issueTokens(deps, client, grant));
       }
       if (grantType === 'authorization_code') {
