@@ -74,6 +74,8 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_DKIM_SELECTOR: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/i, 'must be a DNS label').optional(),
   CUBBY_DKIM_PRIVATE_KEY_FILE: z.string().min(1).optional(),
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
+  // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
+  CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -115,7 +117,7 @@ export interface Config {
   readonly logLevel: string;
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
-  readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number };
+  readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
 }
@@ -167,6 +169,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,
       sendRatePerHour: e.CUBBY_SEND_RATE_PER_HOUR,
+      allowPrivateMx: e.CUBBY_SMTP_ALLOW_PRIVATE_MX === 'true',
     },
   });
 }

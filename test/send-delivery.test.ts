@@ -26,7 +26,8 @@ for (const kind of DATABASES) {
 
     beforeAll(async () => {
       mx = await startSink();
-      app = await startTestApp(kind, {}, { resolver: DNS, mxPort: mx.port, now: () => new Date(Date.now() + offsetMs) });
+      // The sink listens on 127.0.0.1: allow MX hosts on non-public addresses (test/send-mx-private.test.ts checks the default).
+      app = await startTestApp(kind, { CUBBY_SMTP_ALLOW_PRIVATE_MX: 'true' }, { resolver: DNS, mxPort: mx.port, now: () => new Date(Date.now() + offsetMs) });
       const record = await createDkimKey(app.started.deps, 'mail.localhost', 'cubby1');
       DNS.records[record.name] = { TXT: [[record.value]] };
     });

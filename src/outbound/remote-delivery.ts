@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import nodemailer from 'nodemailer';
 import type { DnsResolver } from '../inbound/authenticate.ts';
+import { classifyAddress } from '../net/ip-policy.ts';
 import type { DkimKey } from './dkim.ts';
 import { oneLine, type Outcome } from './outcome.ts';
 
@@ -11,6 +12,11 @@ export interface RemoteOptions {
   resolver: DnsResolver;
   /** Port of recipients' MX hosts: 25, except in tests. */
   mxPort: number;
+  /**
+   * Whether MX hosts may be loopback, private, link-local and other non-public addresses
+   * (CUBBY_SMTP_ALLOW_PRIVATE_MX: tests and closed networks). Off, such hosts are ignored.
+   */
+  allowPrivate: boolean;
   /** Our name in EHLO. */
   hostname: string;
   /** Whole-attempt cap, kept below the job lease so that no other worker starts the same delivery. */
@@ -66,7 +72,14 @@ function relayHop(url: string): Hop {
 
 const isVoid = (err: unknown) => ['ENOTFOUND', 'ENODATA'].includes(String((err as { code?: unknown })?.code));
 
-/** MX hosts by preference, each resolved to an address; no MX means the domain itself (RFC 5321 §5.1). */
+/**
+ * MX hosts by preference, each resolved to an address; no MX means the domain itself (RFC 5321 §5.1).
+ * A recipient domain is chosen by whoever controls its DNS (an account can make itself a
+ * "correspondent" by mailing its mailbox from a domain it owns), so MX hosts on loopback, private,
+ * link-local (cloud metadata) and other non-public addresses are ignored, as Exim's
+ * `ignore_target_hosts` does for loopback: otherwise sending would let tenants reach SMTP services
+ * inside our network and probe them through delivery statuses. Only public addresses are dialled.
+ */
 async function mxHops(opts: RemoteOptions, domain: string): Promise<{ list: Hop[] } | { outcome: Outcome }> {
   let mx: { exchange: string; priority: number }[];
   try {
@@ -79,27 +92,40 @@ async function mxHops(opts: RemoteOptions, domain: string): Promise<{ list: Hop[
   const names = mx.length ? [...mx].sort((a, b) => a.priority - b.priority).map((r) => r.exchange.replace(/\.$/, '')) : [domain];
   const list: Hop[] = [];
   let dnsTrouble = false;
+  let ignored: string | null = null;
+  const usable = (ip: string) => {
+    if (opts.allowPrivate) return true;
+    const verdict = classifyAddress(ip);
+    if (!verdict.public) ignored ??= `${ip} (${verdict.reason})`;
+    return verdict.public;
+  };
   for (const name of names.slice(0, 10)) {
-    const ip = isIP(name) ? name : await addressOf(opts.resolver, name).catch(() => ((dnsTrouble = true), null));
+    const ips = isIP(name) ? [name] : await addressesOf(opts.resolver, name).catch(() => ((dnsTrouble = true), [] as string[]));
+    const ip = ips.find(usable);
     if (ip) list.push({ host: ip, servername: isIP(name) ? undefined : name, port: opts.mxPort, secure: false, verifyTls: false, route: `mx:${name}` });
   }
   if (!list.length) {
     if (dnsTrouble) return { outcome: { status: 'deferred', reply: `dns: addresses of ${domain}'s mail servers could not be looked up`, route: 'mx' } };
+    if (ignored) return { outcome: { status: 'failed', reply: oneLine(`dns: ${domain}'s mail servers have only non-public addresses, which are not used: ${ignored}`), route: 'mx' } };
     return { outcome: { status: 'failed', reply: `dns: ${domain} has no mail server`, route: 'mx' } };
   }
   return { list };
 }
 
-async function addressOf(resolver: DnsResolver, name: string): Promise<string | null> {
+/** The IPv4 then IPv6 addresses of a host, in answer order; throws only when a lookup failed and none were found. */
+async function addressesOf(resolver: DnsResolver, name: string): Promise<string[]> {
+  const out: string[] = [];
+  let failure: unknown = null;
   for (const rrtype of ['A', 'AAAA']) {
     try {
-      const answer = (await resolver(name, rrtype)) as string[];
-      if (Array.isArray(answer) && answer.length && isIP(String(answer[0]))) return String(answer[0]);
+      const answer = (await resolver(name, rrtype)) as unknown[];
+      if (Array.isArray(answer)) out.push(...answer.map(String).filter((a) => isIP(a)));
     } catch (err) {
-      if (!isVoid(err)) throw err;
+      if (!isVoid(err)) failure ??= err;
     }
   }
-  return null;
+  if (!out.length && failure) throw failure;
+  return out;
 }
 
 /** One SMTP transaction with one hop. The reply is kept whatever it says. */

@@ -15,7 +15,7 @@ export interface OutboundTaskOptions {
 const LEASE_MS = 120_000;
 
 export function registerOutboundTasks(worker: Worker, deps: AppDeps, opts: OutboundTaskOptions): void {
-  const remote = { resolver: opts.resolver, mxPort: opts.mxPort ?? 25, hostname: deps.config.smtpHostname, deadlineMs: LEASE_MS - 30_000 };
+  const remote = { resolver: opts.resolver, mxPort: opts.mxPort ?? 25, hostname: deps.config.smtpHostname, allowPrivate: deps.config.outbound.allowPrivateMx, deadlineMs: LEASE_MS - 30_000 };
   worker.register(DELIVER_TASK, {
     handler: (payload, job) => deliverOne(deps, remote, payload, job),
     // Retries are scheduled by the handler (RetryJobAt with deliveryBackoffMs); this covers crashes.
