@@ -5,6 +5,7 @@ import { decodeCursor, toPage } from '../http/cursor.ts';
 import { invalidArgument } from '../errors.ts';
 import { iso } from '../time.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
+import { viewerOf } from './emails.present.ts';
 
 // The email list. It keys on `seq`, the per-mailbox arrival order assigned under the mailbox row
 // lock (so arrival order is commit order): with `order=asc` a saved cursor returns exactly the mail
@@ -72,6 +73,10 @@ export async function listEmails(ctx: RequestCtx, input: ListEmailsInput) {
   if (input.read !== undefined) query = query.where('read_at', input.read ? 'is not' : 'is', null);
   if (input.hasAttachments !== undefined) query = query.where('attachment_count', input.hasAttachments ? '>' : '=', 0);
   if (input.conversationId !== undefined) query = query.where('conversation_id', '=', input.conversationId);
+  // `sender` and `subject` search content that API keys may not see on withheld mail: matching it
+  // would let a key learn a withheld sender or subject by probing. Withheld rows never match them.
+  const contentFilter = viewerOf(ctx).apiKey && (sender !== null || subject !== null);
+  if (contentFilter) query = query.where('labeling', '<>', 'pending').where((eb) => eb.or([eb('label', 'is', null), eb('label', '<>', 'Junk')]));
 
   let previous: (string | number | null)[] | null = null;
   if (input.cursor) {
@@ -80,6 +85,15 @@ export async function listEmails(ctx: RequestCtx, input: ListEmailsInput) {
     if (key.length > 1 || (key.length === 1 && !Number.isSafeInteger(key[0]))) throw invalidArgument('cursor', 'is not a cursor returned by this list; start again without it');
     previous = key;
     if (key.length === 1) query = query.where('seq', order === 'asc' ? '>' : '<', Number(key[0]));
+  }
+  if (contentFilter && order === 'asc') {
+    // Polling must not step over mail still being labeled that may match once it is labeled: the
+    // page ends before the first pending email after the cursor (whatever its content, so this
+    // tells nothing about it), and the saved cursor returns to it once labeling is done.
+    let pending = ctx.db.selectFrom('emails').select((eb) => eb.fn.min('seq').as('seq')).where('mailbox_id', '=', mailbox.id).where('labeling', '=', 'pending');
+    if (previous?.length === 1) pending = pending.where('seq', '>', Number(previous[0]));
+    const first = (await pending.executeTakeFirst())?.seq;
+    if (first !== null && first !== undefined) query = query.where('seq', '<', Number(first));
   }
   const rows: EmailsTable[] = await query.orderBy('seq', order).limit(input.limit + 1).execute();
   return toPage(rows, input.limit, (e) => [Number(e.seq)], { secret: ctx.secret, list: 'emails', filters, alwaysCursor: true, previous });
