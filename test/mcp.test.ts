@@ -99,6 +99,72 @@ for (const kind of DATABASES) {
       }
     });
 
+    it('tools enforce the key\'s scope and mailbox list exactly as the API does', async () => {
+      const user = await app.user();
+      const owner = await connect(app, user.key);
+      let mine: any, other: any, fileId: string;
+      try {
+        mine = data(await owner.callTool({ name: 'mailbox_create', arguments: { title: 'Allowed' } })).mailbox;
+        other = data(await owner.callTool({ name: 'mailbox_create', arguments: { title: 'Off limits' } })).mailbox;
+        fileId = data(await owner.callTool({ name: 'mailbox_file_write', arguments: { mailbox_id: other.id, path: 'secret.txt', content: 'hidden' } })).file.id;
+        data(await owner.callTool({ name: 'mailbox_file_write', arguments: { mailbox_id: mine.id, path: 'notes.txt', content: 'visible' } }));
+      } finally {
+        await owner.close();
+      }
+      const code = (r: any) => (r.isError ? r.structuredContent.error.code : 'ok');
+
+      // Read-only key: reads work, every write is refused.
+      const reader = await connect(app, await app.key(user, { scope: 'mailbox_read' }));
+      try {
+        expect(data(await reader.callTool({ name: 'mailbox_file_read', arguments: { mailbox_id: mine.id, path: 'notes.txt' } })).content).toBe('visible');
+        for (const [name, args] of [
+          ['mailbox_file_write', { mailbox_id: mine.id, path: 'x.txt', content: 'no' }],
+          ['mailbox_file_append', { mailbox_id: mine.id, path: 'notes.txt', content: 'no' }],
+          ['mailbox_update', { mailbox_id: mine.id, title: 'renamed' }],
+          ['mailbox_archive', { mailbox_id: mine.id }],
+          ['mailbox_webhook_set', { mailbox_id: mine.id, webhook_url: 'https://example.com/hook' }],
+          ['bucket_publish', { bucket_id: mine.id }],
+        ] as const) {
+          const r = await reader.callTool({ name, arguments: args });
+          expect(r.isError, name).toBe(true);
+          expect(code(r), name).not.toBe('ok');
+        }
+      } finally {
+        await reader.close();
+      }
+      // The HTTP API confirms nothing changed.
+      const check = await connect(app, user.key);
+      try {
+        expect(data(await check.callTool({ name: 'mailbox_file_read', arguments: { mailbox_id: mine.id, path: 'notes.txt' } })).content).toBe('visible');
+        expect(data(await check.callTool({ name: 'mailbox_get', arguments: { mailbox_id: mine.id } })).mailbox.title).toBe('Allowed');
+      } finally {
+        await check.close();
+      }
+      expect((await app.request('GET', `/v1/mailboxes/${mine.id}/files/by_path`, { key: user.key, query: { path: 'x.txt' } })).status).toBe(404);
+
+      // A key limited to one mailbox: the other answers exactly like a missing one.
+      const limited = await connect(app, await app.key(user, { scope: 'mailbox_write', mailboxAccess: 'selected', mailboxPermissions: { [mine.id]: 'write' } }));
+      try {
+        data(await limited.callTool({ name: 'mailbox_file_write', arguments: { mailbox_id: mine.id, path: 'ok.txt', content: 'fine' } }));
+        const missing = code(await limited.callTool({ name: 'mailbox_get', arguments: { mailbox_id: 'bkt_doesnotexist' } }));
+        for (const [name, args] of [
+          ['mailbox_get', { mailbox_id: other.id }],
+          ['mailbox_file_list', { mailbox_id: other.id }],
+          ['mailbox_file_read', { mailbox_id: other.id, path: 'secret.txt' }],
+          ['mailbox_file_read', { mailbox_id: other.id, file_id: fileId! }],
+          ['mailbox_file_write', { mailbox_id: other.id, path: 'y.txt', content: 'no' }],
+          ['email_list', { mailbox_id: other.id }],
+          ['publication_status', { bucket_id: other.id }],
+        ] as const) {
+          expect(code(await limited.callTool({ name, arguments: args })), name).toBe(missing);
+        }
+        const listed = data(await limited.callTool({ name: 'mailbox_list', arguments: {} })).mailboxes.map((m: any) => m.id);
+        expect(listed).toEqual([mine.id]);
+      } finally {
+        await limited.close();
+      }
+    });
+
     it('works with an OAuth access token for /mcp, with the approved permissions only', async () => {
       const user = await app.user();
       const as = await discover(app);
