@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import path from 'node:path';
 import { blobConfigFromEnv, blobEnvShape, withBlobEnvChecks, type BlobConfig } from './blobs/blob-config.ts';
+import { sitesHostOverlapsDashboard } from './sites/urls.ts';
 
 // Every setting the service reads. Nothing else in the code reads process.env:
 // the config is built once at start, frozen, and passed down.
@@ -92,6 +93,12 @@ const envSchema = withBlobEnvChecks(z.object({
     when: () => true,
     path: ['CUBBY_LABELER_URL'],
     message: 'CUBBY_LABELER=openai needs CUBBY_LABELER_URL, CUBBY_LABELER_API_KEY and CUBBY_LABELER_MODEL',
+  })
+  // Published sites run anyone's scripts: they must never share cookies with the dashboard.
+  .refine((e) => !e.CUBBY_SITES_HOST || !e.CUBBY_PUBLIC_URL || !sitesHostOverlapsDashboard(e.CUBBY_SITES_HOST, e.CUBBY_PUBLIC_URL), {
+    when: () => true,
+    path: ['CUBBY_SITES_HOST'],
+    message: "must not contain or sit under CUBBY_PUBLIC_URL's host (a site could claim the dashboard's host or set cookies it reads); use a domain of its own",
   });
 
 export interface Config {

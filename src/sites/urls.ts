@@ -30,3 +30,19 @@ export function labelFromHost(config: Config, hostHeader: string | undefined): s
   const label = name.slice(0, -suffix.length);
   return /^[a-z0-9-]{1,63}$/.test(label) ? label : null;
 }
+
+/**
+ * True when sites would share cookies with the dashboard: the dashboard's host is the sites host
+ * or one of its labels (a slug could claim it), or the sites host sits under the dashboard's host
+ * (a site could set cookies the dashboard reads). Ports do not separate cookies, so they are ignored.
+ */
+export function sitesHostOverlapsDashboard(sitesHost: string, publicUrl: string): boolean {
+  let dashboard: string;
+  try {
+    dashboard = new URL(publicUrl).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  const sites = sitesHost.toLowerCase().replace(/:\d+$/, '');
+  return dashboard === sites || dashboard.endsWith(`.${sites}`) || sites.endsWith(`.${dashboard}`);
+}
