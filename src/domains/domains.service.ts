@@ -57,6 +57,15 @@ async function foreignMx(ctx: RequestCtx, hostname: string): Promise<string[]> {
   return (await mxExchanges(domainResolver(ctx), hostname)).filter((x) => x !== ctx.config.mxHost);
 }
 
+/**
+ * A claim another account may take over: one whose setup failed (its window passed without the
+ * records being published). Without this, anyone could claim a hostname they do not own and keep
+ * its real owner out for ever; a failed claim never had an address on it (addresses need ready).
+ */
+function releasable(claim: DomainRow, accountId: string): boolean {
+  return claim.account_id !== accountId && claim.status === 'failed';
+}
+
 export interface DomainView {
   domain: DomainRow;
   assigned: { id: string; email: string }[];
@@ -92,7 +101,8 @@ export async function checkHostname(ctx: RequestCtx, input: { accountId?: string
   const host = normalizeHostname(input.hostname, ctx.config.mailDomain);
   await hitSetupLimit(ctx, access.account.id);
   const [zone, foreign] = await withDns(async () => [await zoneOf(domainResolver(ctx), host), await foreignMx(ctx, host)] as const);
-  const claim = await findClaim(ctx.db, host);
+  const found = await findClaim(ctx.db, host);
+  const claim = found && !releasable(found, access.account.id) ? found : undefined;
   const root = zone === host;
   return {
     hostname: host,
@@ -113,7 +123,8 @@ export async function claimDomain(ctx: RequestCtx, input: { accountId?: string |
   const claimed = () => {
     return new AppError('EMAIL_DOMAIN_CONFLICT', `${host} is claimed already.`, { reason: 'already_claimed', hostname: host });
   };
-  if (await findClaim(ctx.db, host)) throw claimed();
+  const existing = await findClaim(ctx.db, host);
+  if (existing && !releasable(existing, access.account.id)) throw claimed();
   const [zone, foreign] = await withDns(async () => [await zoneOf(domainResolver(ctx), host), await foreignMx(ctx, host)] as const);
   if (foreign.length) {
     throw new AppError('EMAIL_DOMAIN_CONFLICT', `${host} already has MX records, so its mail goes elsewhere; claim a subdomain such as ${suggestedSubdomain(host)}.`, {
@@ -153,6 +164,11 @@ export async function claimDomain(ctx: RequestCtx, input: { accountId?: string |
       if (max !== null && (await countGroupDomains(trx, groupId)) >= max) {
         throw new AppError('EMAIL_DOMAIN_LIMIT_REACHED', `The plan allows ${max} custom email domains.`, { limit: 'max_email_domains', max });
       }
+      const held = await lockClaim(trx, ctx.dialect, host);
+      if (held && !releasable(held, access.account.id)) throw claimed();
+      if (held) {
+        await trx.updateTable('email_domains').set({ status: 'removed', claim_key: null, removed_at: iso(now), updated_at: iso(now) }).where('id', '=', held.id).where('status', '=', 'failed').execute();
+      }
       await trx.insertInto('email_domains').values(row).execute();
       await recordActivity(trx, ctx.actor, now, { accountId: access.account.id, action: 'email_domain.claim', targetType: 'email_domain', targetId: row.id, reason: input.reason });
     });
@@ -183,7 +199,10 @@ export async function requestVerify(ctx: RequestCtx, id: string, input: { accoun
     await ctx.jobs.enqueue(trx, VERIFY_TASK, { domain_id: d.id }, { uniqueKey: `${VERIFY_TASK}:${d.id}`, maxAttempts: 5 });
     await recordActivity(trx, ctx.actor, now, { accountId: access.account.id, action: 'email_domain.verify', targetType: 'email_domain', targetId: d.id, reason: input.reason });
   });
-  return view(ctx, (await findDomain(ctx.db, access.account.id, id))!);
+  // Taken over by another account meanwhile (its setup had failed): gone, like a missing id.
+  const after = await findDomain(ctx.db, access.account.id, id);
+  if (!after) throw new AppError('EMAIL_DOMAIN_NOT_FOUND', undefined, { domain_id: id });
+  return view(ctx, after);
 }
 
 /**
