@@ -72,6 +72,23 @@ for (const kind of DATABASES) {
       expect((await app.request('GET', path(box.id), { key: u.key })).body.data).toEqual({ webhook: null });
     });
 
+    it('concurrent first PUTs of one mailbox are serialized (they raced on the unique index and answered 500 on Postgres); the stored secret is one an answer showed', async () => {
+      const u = await app.user();
+      const box = await mailboxWithAddress(app, u);
+      const puts = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => app.request('PUT', path(box.id), { key: u.key, body: { webhook_url: receiver.url(`/race/${i % 2 ? 'a' : 'b'}`), rotate_secret: true } })),
+      );
+      expect(puts.map((r) => r.status)).toEqual(Array(6).fill(200));
+      const row = await app.started.deps.db.selectFrom('webhooks').selectAll().where('mailbox_id', '=', box.id).execute();
+      expect(row).toHaveLength(1);
+      const stored = decryptSecret(app.started.deps.secret, row[0]!.id, row[0]!.secret_ciphertext);
+      // Every answer showed a different secret; exactly one of them is in force, with its URL.
+      const shown = puts.map((r) => r.body.data.webhook);
+      expect(new Set(shown.map((w) => w.signing_secret)).size).toBe(6);
+      expect(shown.filter((w) => w.signing_secret === stored).map((w) => w.url)).toEqual([row[0]!.url]);
+      expect(row[0]!.secret_created_at).toBe(shown.find((w) => w.signing_secret === stored).secret_created_at);
+    });
+
     it('refuses URLs that are not public HTTPS with 422 INVALID_EMAIL_WEBHOOK', async () => {
       const u = await app.user();
       const box = await mailboxWithAddress(app, u);

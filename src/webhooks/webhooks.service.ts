@@ -48,6 +48,14 @@ async function cancelWaiting(trx: Kysely<DB>, webhookId: string, now: Date, why:
   return waiting.length;
 }
 
+/**
+ * Serializes webhook changes of one mailbox (Postgres; SQLite has one writer): two first PUTs
+ * would otherwise both find no webhook and race to insert, the loser failing on the unique index.
+ */
+async function lockMailbox(ctx: RequestCtx, trx: Kysely<DB>, mailboxId: string): Promise<void> {
+  if (ctx.dialect === 'postgres') await trx.selectFrom('mailboxes').select('id').where('id', '=', mailboxId).forUpdate().execute();
+}
+
 function findWebhook(db: Kysely<DB>, mailboxId: string): Promise<WebhooksTable | undefined> {
   return db.selectFrom('webhooks').selectAll().where('mailbox_id', '=', mailboxId).executeTakeFirst();
 }
@@ -73,6 +81,7 @@ export async function putWebhook(ctx: RequestCtx, input: PutWebhookInput): Promi
   const now = ctx.now();
   let secret: string | null = null;
   await ctx.db.transaction().execute(async (trx) => {
+    await lockMailbox(ctx, trx, mailbox.id);
     const current = await findWebhook(trx, mailbox.id);
     if (current && current.url === url && !input.rotateSecret) return;
     secret = generateSigningSecret();
@@ -98,6 +107,7 @@ export async function deleteWebhook(ctx: RequestCtx, input: { accountId?: string
   assertMutable(access);
   const now = ctx.now();
   await ctx.db.transaction().execute(async (trx) => {
+    await lockMailbox(ctx, trx, mailbox.id);
     const current = await findWebhook(trx, mailbox.id);
     if (!current) return;
     await cancelWaiting(trx, current.id, now, 'cancelled: the webhook was deleted');
