@@ -101,7 +101,11 @@ export async function resolveTarget(url: URL, opts: { resolver?: HostResolver; a
   if (!opts.allowPrivate) {
     for (const a of addresses) {
       const v = classifyAddress(a.address);
-      if (!v.public) throw new SafeFetchError('blocked_address', `${url.hostname} is or resolves to ${a.address}, a non-public address (${v.reason})`);
+      if (!v.public) {
+        // A name's private answer is not echoed: the message reaches the mailbox admin, who must
+        // not be able to map our internal DNS (which names point where) through it.
+        throw new SafeFetchError('blocked_address', ip ? `${ip} is a non-public address (${v.reason})` : `${url.hostname} resolves to a non-public address (${v.reason})`);
+      }
     }
   }
   return addresses;
