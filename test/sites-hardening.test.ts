@@ -31,7 +31,7 @@ describeEachDatabase('sites: hostile requests', (app) => {
     const u = await publisher(app());
     const bucket = await newBucket(app(), u.key, 'Rooted');
     // Only public/ is served; secret.txt sits beside it in the bucket.
-    await uploadFolder(app(), u.key, bucket.id, { 'public/index.html': '<h1>root</h1>', 'public/a/page.html': 'page', 'secret.txt': 'TOP SECRET' });
+    await uploadFolder(app(), u.key, bucket.id, { 'public/index.html': '<h1>root</h1>', 'public/a/page.html': 'page', 'public/文档 1/index.html': 'docs', 'secret.txt': 'TOP SECRET' });
     site = await publishAndWait(app(), u.key, bucket.id, { publication_root_directory: 'public' });
     expect(site.publish_state).toBe('ready');
   });
@@ -71,6 +71,13 @@ describeEachDatabase('sites: hostile requests', (app) => {
     expect((await rawFetch(site.public_url, '/a/page.html')).text).toBe('page');
   });
 
+  it('a folder with a non-ASCII name redirects to its slash form with a percent-encoded Location', async () => {
+    const res = await rawFetch(site.public_url, '/%E6%96%87%E6%A1%A3%201?x=1');
+    expect(res.status).toBe(301);
+    expect(res.headers.location).toBe('/%E6%96%87%E6%A1%A3%201/?x=1');
+    expect((await rawFetch(site.public_url, res.headers.location!)).text).toBe('docs');
+  });
+
   it('a malformed Origin on an access form is refused, not a server error', async () => {
     const u = await publisher(app());
     const bucket = await newBucket(app(), u.key, 'Guarded');
@@ -81,6 +88,11 @@ describeEachDatabase('sites: hostile requests', (app) => {
       expect(res.status, origin).toBe(403);
       expect(res.headers['set-cookie']).toBeUndefined();
     }
+    // A `next` with characters a header cannot carry is percent-encoded, not a server error.
+    const signIn = (next: string) => siteFetch(`${p.public_url}/.cubby/password`, { method: 'POST', ...form({ password: p.password, next }) });
+    const unicode = await signIn('/文档 1/?q=ü');
+    expect(unicode.status).toBe(303);
+    expect(unicode.headers.location).toBe('/%E6%96%87%E6%A1%A3%201/?q=%C3%BC');
   });
 
   it('an access cookie works only on the site that set it', async () => {

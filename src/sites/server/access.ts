@@ -48,10 +48,14 @@ function accessCookie(deps: AppDeps, site: Site, secure: boolean, email: string 
   return `${ACCESS_COOKIE}=${token}; Path=/; Max-Age=${COOKIE_TTL_MS / 1000}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 }
 
-/** Where to go after signing in: a local path only. */
+/** Where to go after signing in: a local path only, percent-encoded so it fits a Location header. */
 export function safeNext(raw: string | null | undefined): string {
-  if (!raw || raw.length > 2000 || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || /[\u0000-\u001f]/.test(raw)) return '/';
-  return raw;
+  if (!raw || raw.length > 2000 || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\') || /[\u0000-\u001f\u007f]/.test(raw)) return '/';
+  try {
+    return raw.replace(/[^\u0021-\u007e]/gu, (c) => encodeURIComponent(c));
+  } catch {
+    return '/'; // a lone surrogate
+  }
 }
 
 export function clientOf(deps: AppDeps, req: IncomingMessage): string {

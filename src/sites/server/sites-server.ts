@@ -53,13 +53,13 @@ function looksLikeRoute(path: string): boolean {
   return !last.includes('.') || /\.html?$/i.test(last);
 }
 
-function lookup(site: Site, path: string): FileEntry | { redirect: string } | null {
+function lookup(site: Site, path: string): FileEntry | { redirect: true } | null {
   const files = site.bundle.files;
   if (path === '') return files.get(site.bundle.entryPath) ?? null;
   const hit = files.get(path);
   if (hit) return hit;
   if (path.endsWith('/')) return files.get(`${path}index.html`) ?? files.get(`${path}index.htm`) ?? null;
-  if (files.has(`${path}/index.html`) || files.has(`${path}/index.htm`)) return { redirect: `/${path}/` };
+  if (files.has(`${path}/index.html`) || files.has(`${path}/index.htm`)) return { redirect: true };
   return files.get(`${path}.html`) ?? null;
 }
 
@@ -107,7 +107,9 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     }
 
     let found = lookup(site, path);
-    if (found && 'redirect' in found) return sendText(res, site, 301, '', 'text/plain; charset=utf-8', { location: found.redirect + (query ? `?${query}` : '') });
+    // The Location is the request's own (still percent-encoded) path: the decoded one may hold
+    // characters a header cannot carry.
+    if (found && 'redirect' in found) return sendText(res, site, 301, '', 'text/plain; charset=utf-8', { location: `${rawPath}/${query ? `?${query}` : ''}` });
     if (!found && site.siteMode === 'spa' && looksLikeRoute(path)) found = site.bundle.files.get(site.bundle.entryPath) ?? null;
     if (found) return serveEntry(deps, cache, site, found, req, res, { viewer: query === 'view' || query.startsWith('view&') || query.startsWith('view=') });
     const custom = site.bundle.files.get('404.html');
