@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES, startTestApp, type TestApp } from './harness.ts';
 import { mailboxWithAddress } from './smtp-helpers.ts';
 import { startTestZone, type TestZone } from './dns-zone.ts';
-import { drain, expectError, rotate, rotateA, settings } from './address-helpers.ts';
+import { drain, expectError, rcpt, rotate, rotateA, settings } from './address-helpers.ts';
+import { deliverLocal } from '../src/outbound/local-delivery.ts';
 
 // Custom domains between accounts: another account's domain id answers exactly like a missing one
 // on both surfaces, a ready domain of one account is never usable by another (mailbox creation,
@@ -82,6 +83,38 @@ for (const kind of DATABASES) {
       expectError(await app.request('POST', `/v1/mailboxes/${box.id}/email/aliases`, { key: other.key, body: { username: 'x', domain: host } }), 422, 'EMAIL_DOMAIN_NOT_AVAILABLE');
       expect(await app.started.deps.db.selectFrom('email_addresses').select('id').where('domain', '=', host).execute()).toEqual([]);
       expect(await app.started.deps.db.selectFrom('address_assignments').select('id').where('hostname', '=', host).execute()).toEqual([]);
+    });
+
+    it('addresses left on a removed domain do not keep it local: RCPT is a relay refusal and our own senders go out to its new mail servers', async () => {
+      const root = `r${serial++}-${kind}.test`;
+      zone.addZone(root);
+      const host = `inbox.${root}`;
+      const owner = await app.user({ plan: 'pilot' });
+      const domain = await claim(owner.key, host);
+      publish(domain);
+      await app.request('POST', `${R}/${domain.id}/verify`, { key: owner.key });
+      await drain(app);
+      const box = (await app.request('POST', '/v1/mailboxes', { key: owner.key, body: { mailbox: { email: { username: 'orders', domain: host } } } })).body.data.mailbox;
+      expect((await rotate(app, owner.key, box.id, { expected_address: `orders@${host}`, domain: 'platform', keep_old_as_alias: false })).status).toBe(200);
+      expect(await rcpt(app, `orders@${host}`)).toMatch(/^550 5\.1\.1 /); // retired, domain still ours
+      expect((await app.request('DELETE', `${R}/${domain.id}`, { key: owner.key, body: { hostname: host, confirm: true } })).status).toBe(200);
+
+      // The retired row (and a name never used) no longer make the domain ours.
+      expect(await rcpt(app, `orders@${host}`)).toMatch(/^550 5\.7\.1 /);
+      expect(await rcpt(app, `anyone@${host}`)).toMatch(/^550 5\.7\.1 /);
+      const message = { raw: Buffer.from('Subject: hi\r\n\r\nhi\r\n'), address: `orders@${host}`, envelopeFrom: box.email.address ?? 'x@mail.localhost', messageId: 'tenancy-1@mail.localhost' };
+      expect(await deliverLocal(app.started.deps, message)).toBeNull(); // null: not ours, delivered remotely
+
+      // Claimed and verified by another account: ours again; the old name stays reserved (5.1.1).
+      const next = await app.user({ plan: 'pilot' });
+      const d2 = await claim(next.key, host);
+      publish(d2);
+      await app.request('POST', `${R}/${d2.id}/verify`, { key: next.key });
+      await drain(app);
+      expect(await rcpt(app, `orders@${host}`)).toMatch(/^550 5\.1\.1 /);
+      const bookings = await app.request('POST', '/v1/mailboxes', { key: next.key, body: { mailbox: { email: { username: 'bookings', domain: host } } } });
+      expect(bookings.status, bookings.text).toBe(201);
+      expect(await rcpt(app, `bookings@${host}`)).toMatch(/^250 /);
     });
 
     // Moves the app's clock: keep it last.

@@ -49,6 +49,12 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
     if (!(await isOurDomain(deps, domain))) throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
     throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
   }
+  // A custom domain is ours only while a verified claim holds it. Addresses left on a domain that was
+  // removed (retired ones, those of deleted mailboxes) must not keep it local: its mail may go
+  // elsewhere now, and our own senders must reach it there rather than bounce here.
+  if (row.address_domain !== deps.config.mailDomain && !(await isVerifiedCustomDomain(deps.db, row.address_domain))) {
+    throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
+  }
   if (row.role === 'retired' || row.deleted_at) throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
   if (row.archived_at) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: mailbox is archived`, { reason: 'archived' });
   if (!row.receiving_enabled) throw new AppError('MAILBOX_NOT_RECEIVING', `${address}: receiving is disabled${row.receiving_blocked_reason ? ` (${row.receiving_blocked_reason})` : ''}`, { reason: row.receiving_blocked_reason ?? 'disabled' });
@@ -99,9 +105,7 @@ export async function assertAllowance(deps: AppDeps, groupId: string, limits: Pl
   if (maxBytes !== null && used.bytes + incomingBytes > maxBytes) throw new AppError('RECEIVED_BYTES_LIMIT_REACHED', `${address}: monthly received-email storage allowance used up`, { limit: 'max_received_email_bytes_per_month', max: maxBytes });
 }
 
+/** The platform domain, or a custom domain verified now (ready or paused): unknown names there are 5.1.1. */
 async function isOurDomain(deps: AppDeps, domain: string): Promise<boolean> {
-  if (domain === deps.config.mailDomain) return true;
-  const hit = await deps.db.selectFrom('email_addresses').select('id').where('domain', '=', domain).limit(1).executeTakeFirst();
-  // A verified custom domain is ours even before its first mailbox: unknown names there are 5.1.1.
-  return !!hit || (await isVerifiedCustomDomain(deps.db, domain));
+  return domain === deps.config.mailDomain || (await isVerifiedCustomDomain(deps.db, domain));
 }
