@@ -58,6 +58,7 @@ program
       if (users.length === 0) console.log(`  No users yet. Sign up: ${base}/users/sign_up`);
     }
     if (started.urls.smtp) console.log(`  SMTP:        ${started.urls.smtp}   (mail to any mailbox address @${cfg.mailDomain})`);
+    if (started.urls.sites) console.log(`  Sites:       ${started.urls.sites.replace('//', '//<slug>.')}   (published websites, each on its own origin)`);
     console.log(`  Data:        ${cfg.dataDir}`);
     const shutdown = async () => {
       await app.stop();
