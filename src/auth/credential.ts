@@ -117,12 +117,30 @@ async function assertConnectionMember(db: Kysely<DB>, row: KeyRow, now: Date): P
   throw new AppError('API_KEY_REVOKED', 'This connection was revoked: its owner is no longer an owner or administrator of the account.');
 }
 
+/**
+ * The credential of an API key by id, without a request (the live channel re-checks a socket's key
+ * this way: the socket never sees the key itself); null when the key is revoked or expired or its
+ * connection lost its owner or administrator. Does not count as a use of the key.
+ */
+export async function credentialForKeyId(db: Kysely<DB>, keyId: string, now: Date): Promise<Credential | null> {
+  const row = await keyQuery(db).where('api_keys.id', '=', keyId).executeTakeFirst();
+  if (!row || row.revoked_at) return null;
+  if (row.expires_at && Date.parse(row.expires_at) <= now.getTime()) return null;
+  try {
+    await assertConnectionMember(db, row, now);
+  } catch {
+    return null;
+  }
+  const noAgent: AgentInfo = { user_agent: null, agent: null, client: null, version: null, run_id: null, project: null, task: null };
+  return finishCredential(db, row, noAgent, now, { authMethod: 'api_key', expiresAt: row.expires_at, transport: row.transport, touch: false });
+}
+
 async function finishCredential(
   db: Kysely<DB>,
   row: KeyRow,
   agent: AgentInfo,
   now: Date,
-  how: { authMethod: 'api_key' | 'oauth'; expiresAt: string | null; transport: string; resource?: string },
+  how: { authMethod: 'api_key' | 'oauth'; expiresAt: string | null; transport: string; resource?: string; touch?: boolean },
 ): Promise<Credential> {
   const [accounts, mailboxes] = await Promise.all([
     db.selectFrom('api_key_accounts').select('account_id').where('api_key_id', '=', row.id).execute(),
@@ -130,7 +148,7 @@ async function finishCredential(
   ]);
 
   let lastUsedAt = row.last_used_at;
-  if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
+  if (how.touch !== false && (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) > LAST_USED_RESOLUTION_MS)) {
     lastUsedAt = iso(now);
     await db
       .updateTable('api_keys')
@@ -155,7 +173,7 @@ async function finishCredential(
     plan: row.plan,
     expiresAt: how.expiresAt,
     // This request is a use: report it, not the use before it.
-    lastUsedAt: lastUsedAt ?? iso(now),
+    lastUsedAt: how.touch === false ? row.last_used_at : (lastUsedAt ?? iso(now)),
     authMethod: how.authMethod,
     connection: row.connection_id ? { id: row.connection_id, kind: row.connection_kind! } : null,
     resource: how.resource ?? null,

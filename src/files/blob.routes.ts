@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseRange } from '../http/range.ts';
 import type { AppDeps } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { signToken, verifyToken } from '../http/signed.ts';
@@ -29,25 +30,6 @@ export async function downloadLink(deps: AppDeps, blob: { sha256: string; filena
     presigned ??
     `${deps.publicUrl()}/blobs/downloads/${signToken(deps.secret, DOWNLOAD, { s: blob.sha256, n: blob.filename, t: blob.contentType, exp: deps.now().getTime() + expiresIn * 1000 })}`;
   return { url, filename: blob.filename, content_type: blob.contentType, size_bytes: blob.byteSize, authentication: 'none', expires_in: expiresIn };
-}
-
-function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | null {
-  if (!header) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null;
-  let start: number;
-  let end: number;
-  if (m[1] === '') {
-    const suffix = Number(m[2]);
-    if (suffix === 0) return 'unsatisfiable';
-    start = Math.max(0, size - suffix);
-    end = size - 1;
-  } else {
-    start = Number(m[1]);
-    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  }
-  if (start >= size || start > end) return 'unsatisfiable';
-  return { start, end };
 }
 
 export async function registerBlobRoutes(app: FastifyInstance, deps: AppDeps) {

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseRange } from '../../http/range.ts';
 import type { AppDeps } from '../../context.ts';
 import { MEMORY_BLOB_MAX, type FileEntry, type Site, type SiteCache, type Variant } from './site-cache.ts';
 
@@ -46,24 +47,6 @@ function etagMatches(header: string, etag: string): boolean {
     if (t === etag || t === bare) return true;
   }
   return false;
-}
-
-function parseRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null;
-  let start: number;
-  let end: number;
-  if (m[1] === '') {
-    const suffix = Number(m[2]);
-    if (suffix === 0) return 'unsatisfiable';
-    start = Math.max(0, size - suffix);
-    end = size - 1;
-  } else {
-    start = Number(m[1]);
-    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  }
-  if (start >= size || start > end) return 'unsatisfiable';
-  return { start, end };
 }
 
 export async function serveEntry(deps: AppDeps, cache: SiteCache, site: Site, entry: FileEntry, req: IncomingMessage, res: ServerResponse, opts: { status?: number; viewer?: boolean } = {}): Promise<void> {
