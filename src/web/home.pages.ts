@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../context.ts';
 import { html, layout, sendPage } from './html.ts';
 import { csrfToken, toSignIn } from './session.ts';
-import { listMemberships } from './web.data.ts';
+import { listMailboxes, listMemberships } from './web.data.ts';
 
 const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
 
@@ -11,6 +11,14 @@ export function registerHomePage(web: FastifyInstance, deps: AppDeps): void {
     const session = req.webSession;
     if (!session) return toSignIn(req, reply);
     const memberships = await listMemberships(deps.db, session.user.id);
+    const { mailboxes } = await listMailboxes(
+      deps.db,
+      memberships.map((m) => m.accountId),
+    );
+    const accountName = new Map(memberships.map((m) => [m.accountId, m.name]));
+    const mailboxRows = mailboxes.map(
+      (b) => html`<tr><td><a href="/mailboxes/${b.id}">${b.title || b.id}</a>${b.archived ? html` <span class="tag">archived</span>` : ''}</td><td>${accountName.get(b.accountId) ?? b.accountId}</td></tr>`,
+    );
     const rows = memberships.map(
       (m) => html`<tr>
 <td><strong>${m.name}</strong><div class="muted"><code>${m.accountId}</code></div></td>
@@ -26,6 +34,14 @@ ${
   memberships.length
     ? html`<table><thead><tr><th>Account</th><th>Role</th><th>Plan</th><th>Status</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p class="muted">You are not a member of any account.</p>`
+}
+</div>
+<div class="card">
+<h2>Mailboxes</h2>
+${
+  mailboxRows.length
+    ? html`<table><thead><tr><th>Mailbox</th><th>Account</th></tr></thead><tbody>${mailboxRows}</tbody></table>`
+    : html`<p class="muted">No mailboxes yet. Create one through the API or the CLI.</p>`
 }
 </div>
 <div class="card">

@@ -79,6 +79,12 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace}
 .mailboxes{margin-top:6px}
 form:has(#access-all:checked) .mailboxes{display:none}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:0 18px}
+pre.mail{white-space:pre-wrap;overflow-wrap:anywhere;font:14px/1.5 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f8fafc;border:1px solid var(--line);border-radius:6px;padding:12px 14px;margin:0}
+tr.unread td{font-weight:600}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}
+dl.meta dt{color:var(--muted)}
+dl.meta dd{margin:0;overflow-wrap:anywhere}
+.pager{display:flex;gap:18px;margin-top:12px}
 @media (max-width:700px){.grid{grid-template-columns:1fr}table{font-size:13px}}
 `;
 

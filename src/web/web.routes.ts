@@ -9,6 +9,7 @@ import { cookieBase, csrfUserInfo, loadSession, sessionToken } from './session.t
 import { registerAuthPages } from './auth.pages.ts';
 import { registerHomePage } from './home.pages.ts';
 import { registerKeyPages } from './keys.pages.ts';
+import { registerMailboxPages } from './mailbox.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
@@ -64,6 +65,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerAuthPages(web, deps);
     registerHomePage(web, deps);
     registerKeyPages(web, deps);
+    registerMailboxPages(web, deps);
     registerAgentAccessPages(web, deps);
   });
 }

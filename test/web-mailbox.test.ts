@@ -1,0 +1,176 @@
+import { expect, it } from 'vitest';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { describeEachDatabase, type TestApp, type TestUser } from './harness.ts';
+import { WebClient } from './web-client.ts';
+import { labelNow } from './smtp-helpers.ts';
+import { GTUBE, inbox, receive, type Box } from './emails-helpers.ts';
+import { uploadFile } from './files-helpers.ts';
+
+// The dashboard's mailbox page (every mailbox's `dashboard_url`) and email page, over real HTTP
+// with real sign-in, mail arriving over SMTP.
+
+const PASSWORD = 'a long test password'; // what app().user() registers with
+
+async function signedIn(app: TestApp, user: TestUser): Promise<WebClient> {
+  const c = new WebClient(app.base);
+  const res = await c.signIn(user.email, PASSWORD);
+  expect(res.status).toBe(303);
+  return c;
+}
+
+async function unreadCount(app: TestApp, user: TestUser, box: Box): Promise<number> {
+  const res = await app.request('GET', `/v1/mailboxes/${box.id}`, { key: user.key });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data.mailbox.email.unread_count;
+}
+
+/** The decoded href of the link whose text is `text`. */
+function linkTo(page: string, text: string): string {
+  const escaped = text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const m = page.match(new RegExp(`<a href="([^"]+)">(?:<code>)?${escaped}<`));
+  if (!m) throw new Error(`no link "${text}" on the page`);
+  return m[1]!.replace(/&amp;/g, '&');
+}
+
+describeEachDatabase('dashboard mailbox and email pages', (app) => {
+  it('shows the mailbox and an email escaped, with working download links, and marks read only on request', async () => {
+    const user = await app().user({ name: 'Mail Reader' });
+    const box = await inbox(app(), user);
+    const saved = await uploadFile(app(), user.key, box.id, 'notes.md', '# notes');
+    expect(saved.status, saved.text).toBe(201);
+    const attachment = Buffer.from('attachment bytes \u00e9 123');
+    // Composed here and sent as is: given to nodemailer as `cc`, the foreign address would also
+    // be an envelope recipient, which our server refuses.
+    const raw = await new MailComposer({
+      from: 'Eve <eve@example.com>',
+      to: box.address,
+      cc: 'Carol <carol@example.org>',
+      subject: '<script>alert(1)</script> Quarterly',
+      text: 'Hello <script>steal()</script> & goodbye',
+      html: '<p>HTML <img src=x onerror=alert(2)></p>',
+      attachments: [{ filename: 'report.txt', content: attachment, contentType: 'text/plain' }],
+    })
+      .compile()
+      .build();
+    const id = await receive(app(), box, { from: 'eve@example.com', raw });
+    await labelNow(app());
+
+    const c = await signedIn(app(), user);
+    const home = await c.get('/');
+    expect(home.text).toContain(`href="/mailboxes/${box.id}"`);
+
+    const page = await c.get(`/mailboxes/${box.id}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt; Quarterly');
+    expect(page.text).not.toMatch(/<script/i);
+    expect(page.text).toContain(`<code>${box.address}</code>`);
+    expect(page.text).toContain(`href="/mailboxes/${box.id}/emails/${id}"`);
+    expect(page.text).toContain('Eve');
+    expect(page.text).toMatch(/<dt>Unread<\/dt><dd>1<\/dd>/);
+    expect(page.text).toContain('<code>_email/</code>');
+    // Top-level files link to signed downloads that need no cookie.
+    const notes = await fetch(linkTo(page.text, 'notes.md'));
+    expect(notes.status).toBe(200);
+    expect(await notes.text()).toBe('# notes');
+
+    const emailPath = `/mailboxes/${box.id}/emails/${id}`;
+    const detail = await c.get(emailPath);
+    expect(detail.status).toBe(200);
+    expect(detail.text).not.toMatch(/<script|<img/i);
+    expect(detail.text).toContain('Hello &lt;script&gt;steal()&lt;/script&gt; &amp; goodbye');
+    expect(detail.text).toContain('Carol');
+    expect(detail.text).toContain('carol@example.org');
+    expect(detail.text).toContain('SPF:');
+    expect(detail.text).toContain('Mark as read');
+    expect(detail.headers.get('content-security-policy')).toContain("default-src 'none'");
+    // Reading never marks read.
+    expect(await unreadCount(app(), user, box)).toBe(1);
+
+    const att = await fetch(linkTo(detail.text, 'report.txt'));
+    expect(att.status).toBe(200);
+    expect(Buffer.from(await att.arrayBuffer()).equals(attachment)).toBe(true);
+    const eml = await fetch(linkTo(detail.text, 'Download original (.eml)'));
+    expect(eml.status).toBe(200);
+    expect(eml.headers.get('content-type')).toMatch(/message\/rfc822/);
+    expect(await eml.text()).toContain('Quarterly');
+
+    const read = await c.submit(detail, `${emailPath}/read`, {});
+    expect(read.status).toBe(303);
+    expect(read.location).toBe(emailPath);
+    expect(await unreadCount(app(), user, box)).toBe(0);
+    const after = await c.get(emailPath);
+    expect(after.text).toContain('Mark as unread');
+    // Marking an already read email changes nothing.
+    expect((await c.submit(detail, `${emailPath}/read`, {})).status).toBe(303);
+    expect(await unreadCount(app(), user, box)).toBe(0);
+    expect((await c.submit(after, `${emailPath}/unread`, {})).status).toBe(303);
+    expect(await unreadCount(app(), user, box)).toBe(1);
+    // Without a CSRF token nothing changes.
+    expect((await c.request('POST', `${emailPath}/read`, { x: '1' })).status).toBe(403);
+    expect(await unreadCount(app(), user, box)).toBe(1);
+  });
+
+  it('answers 404 to another person and to unknown ids, and sends signed-out visitors to sign in', async () => {
+    const user = await app().user();
+    const box = await inbox(app(), user);
+    const id = await receive(app(), box, { subject: 'Private' });
+    const emailPath = `/mailboxes/${box.id}/emails/${id}`;
+
+    const stranger = new WebClient(app().base);
+    expect((await stranger.signUp({ email: `stranger-${Date.now()}@example.com` })).status).toBe(303);
+    for (const path of [`/mailboxes/${box.id}`, emailPath]) {
+      const res = await stranger.get(path);
+      expect(res.status).toBe(404);
+      expect(res.text).not.toContain('Private');
+    }
+    expect((await stranger.submit('/', `${emailPath}/read`, {})).status).toBe(404);
+    expect(await unreadCount(app(), user, box)).toBe(1);
+
+    const owner = await signedIn(app(), user);
+    expect((await owner.get('/mailboxes/bkt_doesnotexist')).status).toBe(404);
+    expect((await owner.get('/mailboxes/not-an-id')).status).toBe(404);
+    expect((await owner.get(`/mailboxes/${box.id}/emails/eml_doesnotexist`)).status).toBe(404);
+    // An email of another mailbox, even of the same person, is not found through this one.
+    const other = await inbox(app(), user);
+    expect((await owner.get(`/mailboxes/${other.id}/emails/${id}`)).status).toBe(404);
+
+    const anonymous = new WebClient(app().base);
+    const res = await anonymous.get(emailPath);
+    expect(res.status).toBe(303);
+    expect(res.location).toBe(`/users/sign_in?next=${encodeURIComponent(emailPath)}`);
+  });
+
+  it('shows Junk mail in full to the person, with a Junk badge', async () => {
+    const user = await app().user();
+    const box = await inbox(app(), user);
+    const id = await receive(app(), box, { from: 'Spammer <win@prizes.example>', subject: 'You won', text: `Claim now ${GTUBE}` });
+    await labelNow(app());
+    const api = await app().request('GET', `/v1/mailboxes/${box.id}/emails/${id}`, { key: user.key });
+    expect(api.body.data.email.withheld).toBe(true);
+
+    const c = await signedIn(app(), user);
+    const detail = await c.get(`/mailboxes/${box.id}/emails/${id}`);
+    expect(detail.status).toBe(200);
+    expect(detail.text).toContain('You won');
+    expect(detail.text).toContain('Claim now');
+    expect(detail.text).toContain('Spammer');
+    expect(detail.text).toMatch(/<span class="tag bad">Junk<\/span>/);
+  });
+
+  it('pages through more than one page of email, older and newer', async () => {
+    const user = await app().user();
+    const box = await inbox(app(), user);
+    const ids: string[] = [];
+    for (let i = 0; i < 52; i++) ids.push(await receive(app(), box, { subject: `Number ${i}` }));
+    const c = await signedIn(app(), user);
+    const first = await c.get(`/mailboxes/${box.id}`);
+    const shown = (text: string) => [...text.matchAll(/\/emails\/(eml_[A-Za-z0-9]+)"/g)].map((m) => m[1]);
+    expect(shown(first.text)).toEqual(ids.slice(2).reverse());
+    expect(first.text).not.toContain('Newer');
+    const older = await c.get(linkTo(first.text, 'Older →'));
+    expect(shown(older.text)).toEqual([ids[1], ids[0]]);
+    expect(older.text).not.toContain('Older →');
+    const newer = await c.get(linkTo(older.text, '← Newer'));
+    expect(shown(newer.text)).toEqual(ids.slice(2).reverse());
+  });
+});
