@@ -29,6 +29,8 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_HTTP_PORT: port.default(8080),
   CUBBY_SMTP_PORT: port.default(2525),
   CUBBY_SMTP_HOST: z.string().min(1).default('127.0.0.1'),
+  // Concurrent SMTP connections one client address may hold (loopback senders count too).
+  CUBBY_SMTP_MAX_CONNECTIONS_PER_IP: z.string().regex(/^[1-9]\d{0,4}$/, 'must be a whole number from 1 to 99999').transform(Number).default(100),
   // The name the SMTP server gives itself (greeting, EHLO, Authentication-Results).
   CUBBY_SMTP_HOSTNAME: z.string().regex(/^[a-z0-9.-]{1,253}$/i, 'must be a host name').optional(),
   // PEM files; when both are set the SMTP server offers STARTTLS.
@@ -109,6 +111,7 @@ export interface Config {
   readonly httpPort: number;
   readonly smtpPort: number;
   readonly smtpHost: string;
+  readonly smtpMaxConnectionsPerIp: number;
   readonly smtpHostname: string;
   readonly smtpTls: { keyFile: string; certFile: string } | null;
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
@@ -152,6 +155,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     httpPort: e.CUBBY_HTTP_PORT,
     smtpPort: e.CUBBY_SMTP_PORT,
     smtpHost: e.CUBBY_SMTP_HOST,
+    smtpMaxConnectionsPerIp: e.CUBBY_SMTP_MAX_CONNECTIONS_PER_IP,
     smtpHostname: (e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
     smtpTls: e.CUBBY_SMTP_TLS_KEY && e.CUBBY_SMTP_TLS_CERT ? { keyFile: path.resolve(e.CUBBY_SMTP_TLS_KEY), certFile: path.resolve(e.CUBBY_SMTP_TLS_CERT) } : null,
     labeler:

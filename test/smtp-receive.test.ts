@@ -227,3 +227,42 @@ describe('inbound SMTP when storage fails', () => {
   });
 });
 
+
+describe('inbound SMTP connection limits', () => {
+  async function greet(port: number): Promise<{ socket: net.Socket; line: string }> {
+    const socket = net.connect(port, '127.0.0.1');
+    const line = await new Promise<string>((resolve, reject) => {
+      socket.once('data', (d) => resolve(d.toString('latin1')));
+      socket.once('error', reject);
+    });
+    return { socket, line };
+  }
+
+  it('refuses a client address over CUBBY_SMTP_MAX_CONNECTIONS_PER_IP with 421, and admits it again once one closes', async () => {
+    const app = await startTestApp('sqlite', { CUBBY_SMTP_MAX_CONNECTIONS_PER_IP: '2' });
+    try {
+      const port = app.started.ports.smtp!;
+      const a = await greet(port);
+      const b = await greet(port);
+      expect(a.line).toMatch(/^220 /);
+      expect(b.line).toMatch(/^220 /);
+      const c = await greet(port);
+      expect(c.line).toMatch(/^421 4\.7\.0 /);
+      c.socket.destroy();
+      const closed = new Promise((r) => a.socket.once('close', r));
+      a.socket.end('QUIT\r\n');
+      await closed;
+      // The server counts the close when its side of the socket ends: wait for a fresh greeting.
+      let d = await greet(port);
+      for (let i = 0; i < 20 && !/^220 /.test(d.line); i++) {
+        d.socket.destroy();
+        await new Promise((r) => setImmediate(r));
+        d = await greet(port);
+      }
+      expect(d.line).toMatch(/^220 /);
+      for (const s of [b.socket, d.socket]) s.destroy();
+    } finally {
+      await app.stop();
+    }
+  });
+});

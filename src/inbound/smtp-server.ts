@@ -15,6 +15,7 @@ export interface SmtpOptions {
   log: { error: (obj: unknown, msg: string) => void; warn: (obj: unknown, msg: string) => void };
 }
 
+
 interface Transaction {
   recipients: Recipient[];
 }
@@ -23,6 +24,8 @@ const MAX_RECIPIENTS = 100;
 /** Refused recipients per connection before we stop answering (address harvesting). */
 const MAX_REFUSALS = 25;
 const MAX_CLIENTS = 500;
+/** Messages on one connection; then the client is asked to reconnect (bounds a session's lifetime). */
+const MAX_MESSAGES_PER_CONNECTION = 1000;
 
 /**
  * The inbound SMTP adapter: ESMTP with SIZE, 8BITMIME, SMTPUTF8, PIPELINING and STARTTLS when a
@@ -33,6 +36,9 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
   const pipeline = new InboundPipeline(deps, { resolver: opts.resolver, mta: opts.hostname });
   const transactions = new WeakMap<SMTPServerSession, Transaction>();
   const refusals = new Map<string, number>();
+  const messages = new Map<string, number>();
+  const perIp = new Map<string, number>();
+  const counted = new Set<string>();
 
   const server = new SMTPServer({
     name: opts.hostname,
@@ -50,13 +56,27 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
     logger: false,
 
     onConnect(session, cb) {
+      const ip = session.remoteAddress ?? '';
+      if ((perIp.get(ip) ?? 0) >= deps.config.smtpMaxConnectionsPerIp) return cb(smtpError(421, '4.7.0', 'too many connections from your address; try again later'));
+      perIp.set(ip, (perIp.get(ip) ?? 0) + 1);
+      counted.add(session.id);
       refusals.set(session.id, 0);
+      messages.set(session.id, 0);
       cb();
     },
     onClose(session) {
       refusals.delete(session.id);
+      messages.delete(session.id);
+      if (!counted.delete(session.id)) return;
+      const ip = session.remoteAddress ?? '';
+      const left = (perIp.get(ip) ?? 1) - 1;
+      if (left > 0) perIp.set(ip, left);
+      else perIp.delete(ip);
     },
     onMailFrom(_address, session, cb) {
+      const n = (messages.get(session.id) ?? 0) + 1;
+      messages.set(session.id, n);
+      if (n > MAX_MESSAGES_PER_CONNECTION) return cb(smtpError(421, '4.7.0', `at most ${MAX_MESSAGES_PER_CONNECTION} messages per connection; reconnect`));
       transactions.set(session, { recipients: [] });
       cb();
     },
