@@ -3,7 +3,7 @@ import type { AppDeps, Actor } from '../context.ts';
 import type { Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { readAgentHeaders } from '../auth/credential.ts';
-import { html, layout, messagePage, sendPage, type Html } from '../web/html.ts';
+import { formActionSource, html, layout, messagePage, sendPage, type Html } from '../web/html.ts';
 import { csrfInput, formField, type FieldErrors, type FormBody } from '../web/forms.ts';
 import { csrfToken, toSignIn, type WebSession } from '../web/session.ts';
 import { choiceFields, defaultChoice, loadChoiceContext, readChoice, type ChoiceContext, type ChoiceValues } from '../agent-auth/choice.views.ts';
@@ -32,6 +32,8 @@ interface ApprovalView {
   values: ChoiceValues;
   errors: FieldErrors;
   alert?: string;
+  /** Where deciding redirects to (the client's redirect URI), for the page's form-action. */
+  returnTo?: string;
 }
 
 function approvalPage(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, session: WebSession, status: number, v: ApprovalView) {
@@ -56,7 +58,10 @@ ${choiceFields(v.ctx, v.values, v.errors)}
 }
 <p class="hint">You can see and revoke connections later under <a href="/settings/connections">Connections</a>.</p>
 </div>`;
-  return sendPage(reply, status, layout({ title: v.title, user: session.user, csrf, body }));
+  // Approve and deny both answer with a redirect to the client; without its origin in
+  // form-action, browsers block that redirect and the person is stuck on this page.
+  const target = v.returnTo ? formActionSource(v.returnTo) : null;
+  return sendPage(reply, status, layout({ title: v.title, user: session.user, csrf, body }), { formAction: target ? [target] : [] });
 }
 
 function done(reply: FastifyReply, title: string, text: string) {
@@ -174,6 +179,7 @@ function authorizeView(pending: { id: string; client_name: string; redirect_uri:
     clientName: pending.client_name,
     action: '/oauth/authorize',
     hidden: html`<input type="hidden" name="pending" value="${pending.id}">`,
+    returnTo: pending.redirect_uri,
     details: html`<p class="hint">After you decide you return to <code>${host}</code>. Access is for <code>${pending.resource}</code>${pending.want_api_key ? ' and includes an API key for the HTTP API' : ''}.</p>`,
     ctx,
     values,

@@ -90,14 +90,36 @@ dl.meta dd{margin:0;overflow-wrap:anywhere}
 
 // The stylesheet is inline; the CSP allows exactly it by hash and nothing else runs.
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
-const CSP = [
-  "default-src 'none'",
-  `style-src 'sha256-${STYLE_HASH}'`,
-  "img-src 'self' data:",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-].join('; ');
+function csp(formAction: string[] = []): string {
+  return [
+    "default-src 'none'",
+    `style-src 'sha256-${STYLE_HASH}'`,
+    "img-src 'self' data:",
+    ["form-action 'self'", ...formAction].join(' '),
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+/**
+ * The CSP source a form on our page must be allowed to reach when its POST answers with a
+ * redirect there (browsers apply form-action to the redirect too): the origin of an http(s)
+ * URI, the scheme of a private-use one (`cursor:`), or null when it cannot be spelled safely.
+ */
+export function formActionSource(uri: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(uri);
+  } catch {
+    return null;
+  }
+  if (u.protocol === 'http:' || u.protocol === 'https:') {
+    // CSP host sources cannot name an IPv6 literal; the scheme is the narrowest that works.
+    if (u.hostname.startsWith('[')) return u.protocol;
+    return /^https?:\/\/[a-z0-9.-]+(:\d+)?$/.test(u.origin) ? u.origin : null;
+  }
+  return /^[a-z][a-z0-9+.-]*:$/.test(u.protocol) ? u.protocol : null;
+}
 
 export interface LayoutUser {
   name: string;
@@ -138,12 +160,15 @@ ${opts.body}
 </html>`;
 }
 
-/** Sends a page with headers that keep it out of caches and frames. */
-export function sendPage(reply: FastifyReply, status: number, page: Html): FastifyReply {
+/**
+ * Sends a page with headers that keep it out of caches and frames. `formAction` adds sources
+ * (from formActionSource) that the page's forms may be redirected to.
+ */
+export function sendPage(reply: FastifyReply, status: number, page: Html, opts: { formAction?: string[] } = {}): FastifyReply {
   return reply
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
-    .header('content-security-policy', CSP)
+    .header('content-security-policy', csp(opts.formAction))
     .header('cache-control', 'no-store')
     .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
