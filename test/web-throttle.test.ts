@@ -55,6 +55,26 @@ describeEachDatabase('web sign-in throttling', (app) => {
     expectRetryAfter(await c.signIn(email(), 'some wrong password'));
   });
 
+  // Regression: the limit was checked before the attempt was recorded, so guesses sent at once
+  // all passed the check while the first passwords were still being hashed.
+  it('parallel wrong passwords for one email: at most 5 are checked, the rest answer 429', async () => {
+    const addr = email();
+    await new WebClient(app().base, '127.0.0.10').signUp({ email: addr });
+    const c = new WebClient(app().base, '127.0.0.10');
+    const form = await c.get('/users/sign_in');
+    const results = await Promise.all(
+      Array.from({ length: 15 }, (_, i) => c.submit(form, '/users/sign_in', { email: addr, password: `parallel wrong password ${i}` })),
+    );
+    // Attempts racing for the last places may all be refused (never all admitted): at most 5 checked.
+    const checked = results.filter((r) => r.status === 422).length;
+    expect(checked).toBeGreaterThan(0);
+    expect(checked).toBeLessThanOrEqual(5);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(15 - checked);
+    // Refused guesses leave no rows, so the window ends on time.
+    const rows = await app().started.deps.db.selectFrom('sign_in_attempts').select('id').where('email', '=', addr).execute();
+    expect(rows).toHaveLength(checked);
+  });
+
   it('limits sign-up attempts per client', async () => {
     const c = new WebClient(app().base, IP);
     // Two sign-ups so far in this suite; weak passwords count too and cost no hashing.
@@ -67,5 +87,15 @@ describeEachDatabase('web sign-in throttling', (app) => {
     expect(blocked).toBeDefined();
     expectRetryAfter(blocked!);
     expectRetryAfter(await c.signUp({ email: email() }));
+  });
+
+  it('parallel sign-ups from one client: at most 10 are attempted', async () => {
+    const c = new WebClient(app().base, '127.0.0.11');
+    const form = await c.get('/users/sign_up');
+    const results = await Promise.all(Array.from({ length: 14 }, () => c.submit(form, '/users/sign_up', { email: email(), name: 'Parallel', password: 'weak' })));
+    const attempted = results.filter((r) => r.status === 422).length;
+    expect(attempted).toBeGreaterThan(0);
+    expect(attempted).toBeLessThanOrEqual(10);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(14 - attempted);
   });
 });

@@ -5,7 +5,7 @@ import { dummyPasswordCheck, findUserByEmail, isEmail, MIN_PASSWORD_LENGTH, veri
 import { html, layout, messagePage, sendPage, type Html } from './html.ts';
 import { csrfInput, formField, input, type FieldErrors, type FormBody } from './forms.ts';
 import { clearSessionCookie, csrfToken, endSession, safeNext, sessionToken, setSessionCookie, startSession } from './session.ts';
-import { recordSignIn, recordSignUp, signInRetryAfter, signUpRetryAfter } from './throttle.ts';
+import { attemptSucceeded, claimSignIn, claimSignUp } from './throttle.ts';
 
 const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
 const MAX_PASSWORD_INPUT = 1024;
@@ -88,15 +88,14 @@ export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
     };
     const password = formField(body, 'password', MAX_PASSWORD_INPUT);
     const now = deps.now();
-    const wait = await signUpRetryAfter(deps.db, req.ip, now);
-    if (wait !== null) return tooManyAttempts(reply, wait, 'Too many sign-up attempts from your network.');
+    const attempt = await claimSignUp(deps.db, req.ip, now);
+    if ('wait' in attempt) return tooManyAttempts(reply, attempt.wait, 'Too many sign-up attempts from your network.');
     try {
       const { user } = await registerUser(deps.db, { email: values.email, password, name: values.name, accountName: values.account_name.trim() || undefined }, now);
-      await recordSignUp(deps.db, req.ip, true, now);
+      await attemptSucceeded(deps.db, attempt.id);
       return await signIn(req, reply, deps, user.id, '/');
     } catch (err) {
       if (!(err instanceof RegistrationError)) throw err;
-      await recordSignUp(deps.db, req.ip, false, now);
       return sendPage(reply, 422, signUpPage(csrfToken(req, reply, deps), values, { [err.field]: err.message }, 'Please fix the problem below.'));
     }
   });
@@ -116,12 +115,12 @@ export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
     if (!isEmail(email) || !password) return again(422, 'Enter your email address and password.');
 
     const now = deps.now();
-    const wait = await signInRetryAfter(deps.db, email, req.ip, now);
-    if (wait !== null) return tooManyAttempts(reply, wait, 'Too many failed sign-in attempts.');
+    const attempt = await claimSignIn(deps.db, email, req.ip, now);
+    if ('wait' in attempt) return tooManyAttempts(reply, attempt.wait, 'Too many failed sign-in attempts.');
     const user = await findUserByEmail(deps.db, email);
     // Unknown addresses cost the same time as wrong passwords.
     const ok = user ? await verifyPassword(user.password_hash, password) : (await dummyPasswordCheck(password), false);
-    await recordSignIn(deps.db, email, req.ip, ok, now);
+    if (ok) await attemptSucceeded(deps.db, attempt.id);
     if (!user || !ok) return again(422, 'Incorrect email or password.');
     return signIn(req, reply, deps, user.id, next);
   });

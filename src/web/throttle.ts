@@ -9,6 +9,10 @@ import { iso } from '../time.ts';
 // same attempts. A refused attempt is not recorded (and checks no password), so a blocked
 // client's window ends on time instead of sliding forward.
 //
+// An attempt is recorded (as a failure) before its password is checked and the limits are
+// checked again with it counted (`claimSignIn`): otherwise guesses sent at once all pass the
+// first check while the earlier ones are still being hashed.
+//
 // Sign-up attempts share the table: their `email` is SIGN_UP_MARKER, which no real address
 // can equal (a colon is not allowed in the addresses we accept).
 
@@ -43,7 +47,7 @@ function retryAfter(newestFirst: string[], limit: number, now: Date): number | n
  * Seconds to wait before another sign-in attempt for this email or from this client, or null.
  * Per email, failures since the last successful sign-in count; per client, all failures.
  */
-export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<number | null> {
+export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string, now: Date, own = 0): Promise<number | null> {
   const since = iso(now.getTime() - THROTTLE_WINDOW_MS);
   const [byEmail, byIp] = await Promise.all([
     db
@@ -52,7 +56,7 @@ export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string
       .where('email', '=', normalizeEmail(email))
       .where('created_at', '>', since)
       .orderBy('created_at', 'desc')
-      .limit(MAX_FAILURES_PER_EMAIL * 4)
+      .limit(MAX_FAILURES_PER_EMAIL * 4 + own)
       .execute(),
     db
       .selectFrom('sign_in_attempts')
@@ -62,25 +66,40 @@ export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string
       .where('email', '<>', SIGN_UP_MARKER)
       .where('created_at', '>', since)
       .orderBy('created_at', 'desc')
-      .limit(MAX_FAILURES_PER_IP)
+      .limit(MAX_FAILURES_PER_IP + own)
       .execute(),
   ]);
   const lastSuccess = byEmail.findIndex((r) => r.succeeded === 1);
   const emailFailures = (lastSuccess === -1 ? byEmail : byEmail.slice(0, lastSuccess)).map((r) => r.created_at);
-  const waits = [retryAfter(emailFailures, MAX_FAILURES_PER_EMAIL, now), retryAfter(byIp.map((r) => r.created_at), MAX_FAILURES_PER_IP, now)];
+  const waits = [retryAfter(emailFailures, MAX_FAILURES_PER_EMAIL + own, now), retryAfter(byIp.map((r) => r.created_at), MAX_FAILURES_PER_IP + own, now)];
   const blocked = waits.filter((w): w is number => w !== null);
   return blocked.length ? Math.max(...blocked) : null;
 }
 
-export async function recordSignIn(db: Kysely<DB>, email: string, ip: string, succeeded: boolean, now: Date): Promise<void> {
-  await db
-    .insertInto('sign_in_attempts')
-    .values({ id: randomUUID(), email: normalizeEmail(email), ip: clientKey(ip), succeeded: succeeded ? 1 : 0, created_at: iso(now) })
-    .execute();
+/**
+ * Records a sign-in attempt as failed before its password is checked, then checks the limits
+ * with it counted. Returns the attempt's id to settle with `attemptSucceeded`, or the seconds to
+ * wait (the attempt is then removed again, as if never made). Attempts racing for the last
+ * places may all be refused, never all admitted.
+ */
+export async function claimSignIn(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<{ id: string } | { wait: number }> {
+  const wait = await signInRetryAfter(db, email, ip, now);
+  if (wait !== null) return { wait };
+  const id = randomUUID();
+  await db.insertInto('sign_in_attempts').values({ id, email: normalizeEmail(email), ip: clientKey(ip), succeeded: 0, created_at: iso(now) }).execute();
+  const over = await signInRetryAfter(db, email, ip, now, 1);
+  if (over === null) return { id };
+  await db.deleteFrom('sign_in_attempts').where('id', '=', id).execute();
+  return { wait: over };
+}
+
+/** Marks a claimed sign-in (or sign-up) attempt as successful. */
+export async function attemptSucceeded(db: Kysely<DB>, attemptId: string): Promise<void> {
+  await db.updateTable('sign_in_attempts').set({ succeeded: 1 }).where('id', '=', attemptId).execute();
 }
 
 /** Seconds to wait before another sign-up from this client, or null. Every attempt counts. */
-export async function signUpRetryAfter(db: Kysely<DB>, ip: string, now: Date): Promise<number | null> {
+export async function signUpRetryAfter(db: Kysely<DB>, ip: string, now: Date, own = 0): Promise<number | null> {
   const rows = await db
     .selectFrom('sign_in_attempts')
     .select('created_at')
@@ -88,20 +107,25 @@ export async function signUpRetryAfter(db: Kysely<DB>, ip: string, now: Date): P
     .where('email', '=', SIGN_UP_MARKER)
     .where('created_at', '>', iso(now.getTime() - THROTTLE_WINDOW_MS))
     .orderBy('created_at', 'desc')
-    .limit(MAX_SIGN_UPS_PER_IP)
+    .limit(MAX_SIGN_UPS_PER_IP + own)
     .execute();
   return retryAfter(
     rows.map((r) => r.created_at),
-    MAX_SIGN_UPS_PER_IP,
+    MAX_SIGN_UPS_PER_IP + own,
     now,
   );
 }
 
-export async function recordSignUp(db: Kysely<DB>, ip: string, succeeded: boolean, now: Date): Promise<void> {
-  await db
-    .insertInto('sign_in_attempts')
-    .values({ id: randomUUID(), email: SIGN_UP_MARKER, ip: clientKey(ip), succeeded: succeeded ? 1 : 0, created_at: iso(now) })
-    .execute();
+/** As claimSignIn, for sign-ups: the attempt counts before the account is made. */
+export async function claimSignUp(db: Kysely<DB>, ip: string, now: Date): Promise<{ id: string } | { wait: number }> {
+  const wait = await signUpRetryAfter(db, ip, now);
+  if (wait !== null) return { wait };
+  const id = randomUUID();
+  await db.insertInto('sign_in_attempts').values({ id, email: SIGN_UP_MARKER, ip: clientKey(ip), succeeded: 0, created_at: iso(now) }).execute();
+  const over = await signUpRetryAfter(db, ip, now, 1);
+  if (over === null) return { id };
+  await db.deleteFrom('sign_in_attempts').where('id', '=', id).execute();
+  return { wait: over };
 }
 
 /** Deletes attempts older than a day; for the worker's periodic sweep. */
