@@ -140,6 +140,30 @@ describeEachDatabase('dashboard mailbox and email pages', (app) => {
     expect(res.location).toBe(`/users/sign_in?next=${encodeURIComponent(emailPath)}`);
   });
 
+  it('every dashboard page, error pages included, is framed by nobody, cached by nobody and leaks no Referer elsewhere', async () => {
+    const user = await app().user();
+    const box = await inbox(app(), user);
+    const id = await receive(app(), box, { subject: 'Headers' });
+    const c = await signedIn(app(), user);
+    const cookie = (await new WebClient(app().base).signIn(user.email, PASSWORD)).setCookies.find((l) => l.startsWith('cubby_session='));
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; SameSite=Lax/);
+    const pages = ['/', '/settings/api_keys', '/settings/connections', '/oauth/device', `/mailboxes/${box.id}`, `/mailboxes/${box.id}/emails/${id}`, '/mailboxes/bkt_missing', `/mailboxes/${box.id}/emails/eml_missing`];
+    const responses = [...(await Promise.all(pages.map((p) => c.get(p)))), await new WebClient(app().base).get('/users/sign_in'), await c.request('POST', `/mailboxes/${box.id}/emails/${id}/read`, { _csrf: 'forged' })];
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200, 404, 404, 200, 403]);
+    for (const r of responses) {
+      const csp = r.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toMatch(/form-action 'self'(;|$)/);
+      expect(csp).not.toMatch(/script-src|unsafe-inline/);
+      expect(r.headers.get('x-frame-options')).toBe('DENY');
+      expect(r.headers.get('referrer-policy')).toBe('same-origin');
+      expect(r.headers.get('cache-control')).toBe('no-store');
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+    }
+  });
+
   it('shows Junk mail in full to the person, with a Junk badge', async () => {
     const user = await app().user();
     const box = await inbox(app(), user);
