@@ -31,6 +31,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SMTP_HOST: z.string().min(1).default('127.0.0.1'),
   // Concurrent SMTP connections one client address may hold (loopback senders count too).
   CUBBY_SMTP_MAX_CONNECTIONS_PER_IP: z.string().regex(/^[1-9]\d{0,4}$/, 'must be a whole number from 1 to 99999').transform(Number).default(100),
+  // Message bytes all SMTP sessions may hold in memory at once (each message is kept while it streams
+  // to the store); past it, DATA is answered 451 4.3.2. A message alone in flight is always admitted.
+  CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES: z.string().regex(/^[1-9]\d{0,12}$/, 'must be a whole number of bytes').transform(Number).default(256 * 1024 * 1024),
   // The name the SMTP server gives itself (greeting, EHLO, Authentication-Results).
   CUBBY_SMTP_HOSTNAME: z.string().regex(/^[a-z0-9.-]{1,253}$/i, 'must be a host name').optional(),
   // PEM files; when both are set the SMTP server offers STARTTLS.
@@ -112,6 +115,7 @@ export interface Config {
   readonly smtpPort: number;
   readonly smtpHost: string;
   readonly smtpMaxConnectionsPerIp: number;
+  readonly smtpMaxDataInFlightBytes: number;
   readonly smtpHostname: string;
   readonly smtpTls: { keyFile: string; certFile: string } | null;
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
@@ -156,6 +160,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     smtpPort: e.CUBBY_SMTP_PORT,
     smtpHost: e.CUBBY_SMTP_HOST,
     smtpMaxConnectionsPerIp: e.CUBBY_SMTP_MAX_CONNECTIONS_PER_IP,
+    smtpMaxDataInFlightBytes: e.CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES,
     smtpHostname: (e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
     smtpTls: e.CUBBY_SMTP_TLS_KEY && e.CUBBY_SMTP_TLS_CERT ? { keyFile: path.resolve(e.CUBBY_SMTP_TLS_KEY), certFile: path.resolve(e.CUBBY_SMTP_TLS_CERT) } : null,
     labeler:

@@ -12,6 +12,7 @@ import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { GroupCommit } from './group-commit.ts';
+import { dataBudgetOf, DataBudgetExceeded, type DataBudget, type DataReservation } from './data-budget.ts';
 
 export interface IncomingMessage {
   body: Readable;
@@ -35,15 +36,27 @@ export interface ReceiveOptions {
  */
 export class InboundPipeline {
   private readonly commits: GroupCommit<InboundDelivery>;
+  private readonly budget: DataBudget;
 
   constructor(
     private readonly deps: AppDeps,
     private readonly opts: ReceiveOptions,
   ) {
     this.commits = new GroupCommit((batch) => storeDeliveries(deps, batch));
+    this.budget = dataBudgetOf(deps);
   }
 
   async receive(msg: IncomingMessage): Promise<string[]> {
+    // The message's bytes count against the process's in-flight DATA bound until it is stored.
+    const reservation = this.budget.open();
+    try {
+      return await this.receiveWithin(msg, reservation);
+    } finally {
+      reservation.release();
+    }
+  }
+
+  private async receiveWithin(msg: IncomingMessage, reservation: DataReservation): Promise<string[]> {
     const { deps } = this;
     const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
     let raw;
@@ -52,6 +65,7 @@ export class InboundPipeline {
     const chunks: Buffer[] = [];
     const tee = new Transform({
       transform(chunk: Buffer, _enc, cb) {
+        if (!reservation.take(chunk.length)) return cb(new DataBudgetExceeded());
         chunks.push(chunk);
         cb(null, chunk);
       },
@@ -64,6 +78,7 @@ export class InboundPipeline {
       msg.body.unpipe(tee);
       chunks.length = 0;
       if (err instanceof BlobMismatchError && err.tooLarge) throw new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`);
+      if (err instanceof DataBudgetExceeded) throw err;
       throw storageFault(err);
     }
     const receivedAt = deps.now();
@@ -82,6 +97,7 @@ export class InboundPipeline {
 
     try {
       const bytes = Buffer.concat(chunks);
+      chunks.length = 0; // one copy of the message, not two
       const parsed = await parseMessage(bytes, { deliveredTo: accepted[0]!.address, receivedAt });
       const auth: AuthSummary | null = await authenticateMessage({ raw: bytes, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta, resolver: this.opts.resolver });
       const flags = spamSignals(bytes, parsed);

@@ -1,0 +1,96 @@
+import { expect, it } from 'vitest';
+import net from 'node:net';
+import { describeEachDatabase, type TestApp } from './harness.ts';
+import { mailboxWithAddress } from './smtp-helpers.ts';
+import { dataBudgetOf } from '../src/inbound/data-budget.ts';
+
+// Bounds that only show with several sessions at once: the DATA bytes held in memory by all of
+// them, and the monthly allowance when several messages pass RCPT before any is stored.
+
+/** One SMTP connection driven step by step (smtpDialogue runs a whole dialogue in one go). */
+async function connect(app: TestApp) {
+  const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
+  let buf = '';
+  let wake: (() => void) | null = null;
+  socket.on('data', (d) => {
+    buf += d.toString('latin1');
+    wake?.();
+  });
+  const closed = new Promise<void>((r) => socket.on('close', () => r()));
+  const reply = async (): Promise<string> => {
+    for (;;) {
+      const m = /(?:^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buf);
+      if (m) {
+        const end = m.index + m[0].length;
+        const out = buf.slice(0, end).trimEnd();
+        buf = buf.slice(end);
+        return out.split('\r\n').pop()!;
+      }
+      if (await Promise.race([new Promise<false>((r) => (wake = () => r(false))), closed.then(() => true as const)])) return '(closed)';
+    }
+  };
+  await reply();
+  return {
+    reply,
+    async send(line: string): Promise<string> {
+      socket.write(line + '\r\n');
+      return reply();
+    },
+    write(data: string) {
+      socket.write(data);
+    },
+    close() {
+      socket.destroy();
+    },
+  };
+}
+
+function body(bytes: number, subject: string): string {
+  const line = 'x'.repeat(76) + '\r\n';
+  return `From: a@example.com\r\nTo: b@example.com\r\nSubject: ${subject}\r\n\r\n` + line.repeat(Math.ceil(bytes / line.length));
+}
+
+/** Resolves once the server holds at least `n` DATA bytes in memory. */
+async function budgetReaches(app: TestApp, n: number): Promise<void> {
+  const budget = dataBudgetOf(app.started.deps);
+  while (budget.inUse < n) await new Promise((r) => setTimeout(r, 5));
+}
+
+describeEachDatabase(
+  'SMTP bytes in flight',
+  (app) => {
+    it('answers 451 4.3.2 to DATA that would take the process over CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES, and accepts it again once memory is free', async () => {
+      const user = await app().user();
+      const box = await mailboxWithAddress(app(), user);
+      const a = await connect(app());
+      const b = await connect(app());
+      try {
+        for (const c of [a, b]) {
+          expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+          expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+          expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+          expect(await c.send('DATA')).toMatch(/^354 /);
+        }
+        // A is in the middle of a 150 KB message: its bytes are held while it streams.
+        a.write(body(150_000, 'first'));
+        await budgetReaches(app(), 100_000);
+        b.write(body(150_000, 'second') + '.\r\n');
+        expect(await b.reply()).toMatch(/^451 4\.3\.2 /);
+        a.write('.\r\n');
+        expect(await a.reply()).toMatch(/^250 /);
+        // Nothing is held once A is stored, and B's retry on the same connection is accepted.
+        expect(dataBudgetOf(app().started.deps).inUse).toBe(0);
+        expect(await b.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+        expect(await b.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+        expect(await b.send('DATA')).toMatch(/^354 /);
+        expect(await b.send(body(150_000, 'second') + '.')).toMatch(/^250 /);
+        const subjects = await app().started.deps.db.selectFrom('emails').select('subject').where('mailbox_id', '=', box.id).orderBy('seq').execute();
+        expect(subjects.map((s) => s.subject)).toEqual(['first', 'second']);
+      } finally {
+        a.close();
+        b.close();
+      }
+    });
+  },
+  { CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES: '200000' },
+);
