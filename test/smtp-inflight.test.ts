@@ -94,3 +94,30 @@ describeEachDatabase(
   },
   { CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES: '200000' },
 );
+
+describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
+  it('stores no more messages than the monthly count allows when several pass RCPT before any is stored (the rest get 452)', async () => {
+    const user = await app().user(); // free plan: 2,000 a month
+    const box = await mailboxWithAddress(app(), user);
+    const period = new Date().toISOString().slice(0, 7);
+    await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 1_998, bytes: 0 }).execute();
+    const conns = await Promise.all([0, 1, 2, 3, 4].map(() => connect(app())));
+    try {
+      for (const c of conns) {
+        expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+        expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+        expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+        expect(await c.send('DATA')).toMatch(/^354 /);
+      }
+      const replies = await Promise.all(conns.map((c, i) => c.send(body(200, `m${i}`) + '.')));
+      expect(replies.filter((r) => /^250 /.test(r))).toHaveLength(2);
+      expect(replies.filter((r) => /^452 4\.2\.2 /.test(r))).toHaveLength(3);
+      const stored = await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute();
+      expect(stored).toHaveLength(2);
+      const usage = await app().started.deps.db.selectFrom('received_usage').select('count').where('scope_id', '=', user.accountId).where('period', '=', period).executeTakeFirstOrThrow();
+      expect(Number(usage.count)).toBe(2_000);
+    } finally {
+      for (const c of conns) c.close();
+    }
+  });
+});

@@ -15,7 +15,7 @@ import { LABEL_EMAIL_TASK, LABEL_PENDING_JOB } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
-import { addReceivedUsage } from './usage.ts';
+import { addReceivedUsage, receivedUsage } from './usage.ts';
 import { emailDirectory } from './layout.ts';
 import { ConversationIndex } from './conversations.ts';
 
@@ -76,6 +76,7 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
     const conversations = new ConversationIndex(trx);
     const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
     const usage = new Map<string, { count: number; bytes: number }>();
+    const groupLimits = new Map<string, PlanLimits>();
 
     for (const d of deliveries) {
       const m = mailboxes.get(d.mailboxId)!;
@@ -83,6 +84,7 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
       const groupId = billingGroupId(account);
       let group = groups.get(groupId);
       if (!group) groups.set(groupId, (group = await groupUsage(trx, groupId)));
+      if (!groupLimits.has(groupId)) groupLimits.set(groupId, limitsFor(account));
       await addDelivery(batch, d, m, limitsFor(account), group, conversations);
       for (const scope of [d.mailboxId, groupId]) {
         const u = usage.get(scope) ?? { count: 0, bytes: 0 };
@@ -103,9 +105,32 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
         .where('id', '=', m.id)
         .execute();
     }
-    for (const [scope, u] of usage) await addReceivedUsage(trx, deps.dialect, [scope], deliveries[0]!.receivedAt, u.bytes, u.count);
+    // In a fixed order: on Postgres each upsert locks its row, and two transactions (two nodes)
+    // taking the same group rows in opposite orders would deadlock.
+    for (const scope of [...usage.keys()].sort()) {
+      const u = usage.get(scope)!;
+      await addReceivedUsage(trx, deps.dialect, [scope], deliveries[0]!.receivedAt, u.bytes, u.count);
+    }
+    await assertWithinAllowance(trx, groupLimits, deliveries[0]!.receivedAt);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
+}
+
+/**
+ * The monthly allowances, checked again on the totals this transaction just wrote: RCPT and the end
+ * of DATA check before the commit, so concurrent messages could each pass there and together go
+ * over. The upsert holds the group's usage row (Postgres) or the database (SQLite) until commit, so
+ * this check is exact; a group commit that fails it is retried message by message, and only the
+ * messages past the allowance are refused (452 count, 552 bytes).
+ */
+async function assertWithinAllowance(trx: Kysely<DB>, groups: Map<string, PlanLimits>, at: Date): Promise<void> {
+  for (const [groupId, limits] of groups) {
+    const used = await receivedUsage(trx, groupId, at);
+    const maxCount = limits.max_received_emails_per_month;
+    if (maxCount !== null && used.count > maxCount) throw new AppError('RECEIVED_EMAIL_LIMIT_REACHED', 'monthly received-email allowance used up', { limit: 'max_received_emails_per_month', max: maxCount });
+    const maxBytes = limits.max_received_email_bytes_per_month;
+    if (maxBytes !== null && used.bytes > maxBytes) throw new AppError('RECEIVED_BYTES_LIMIT_REACHED', 'monthly received-email storage allowance used up', { limit: 'max_received_email_bytes_per_month', max: maxBytes });
+  }
 }
 
 /** Multi-row inserts in chunks that stay under the databases' bound-parameter limits. */
@@ -122,7 +147,9 @@ async function insertBlobs(trx: Kysely<DB>, deliveries: InboundDelivery[], at: s
     // md5 is informational for blobs of our own making.
     for (const a of d.storedAttachments) if (!rows.has(a.sha256)) rows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at });
   }
-  const all = [...rows.values()];
+  // Sorted: concurrent transactions (other nodes) inserting shared attachments wait on each other's
+  // uncommitted rows; a common order means they queue instead of deadlocking.
+  const all = [...rows.values()].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
   for (let i = 0; i < all.length; i += 2000) await trx.insertInto('blobs').values(all.slice(i, i + 2000)).onConflict((oc) => oc.column('sha256').doNothing()).execute();
 }
 
