@@ -5,6 +5,7 @@ import { WebClient } from './web-client.ts';
 import { labelNow } from './smtp-helpers.ts';
 import { GTUBE, inbox, receive, type Box } from './emails-helpers.ts';
 import { uploadFile } from './files-helpers.ts';
+import { dbOf, member } from './factories.ts';
 
 // The dashboard's mailbox page (every mailbox's `dashboard_url`) and email page, over real HTTP
 // with real sign-in, mail arriving over SMTP.
@@ -162,6 +163,28 @@ describeEachDatabase('dashboard mailbox and email pages', (app) => {
       expect(r.headers.get('cache-control')).toBe('no-store');
       expect(r.headers.get('x-content-type-options')).toBe('nosniff');
     }
+  });
+
+  it('a collaborator reads and marks read like through the API; a removed member gets the 404 at once', async () => {
+    const owner = await app().user();
+    const box = await inbox(app(), owner);
+    const id = await receive(app(), box, { subject: 'For the team' });
+    const collab = await member(app(), owner.accountId, 'collaborator');
+    const c = await signedIn(app(), collab);
+    const emailPath = `/mailboxes/${box.id}/emails/${id}`;
+    const detail = await c.get(emailPath);
+    expect(detail.status).toBe(200);
+    expect(detail.text).toContain('For the team');
+    expect((await c.submit(detail, `${emailPath}/read`, {})).status).toBe(303);
+    expect(await unreadCount(app(), owner, box)).toBe(0);
+
+    await dbOf(app()).deleteFrom('memberships').where('user_id', '=', collab.userId).where('account_id', '=', owner.accountId).execute();
+    expect((await c.get(`/mailboxes/${box.id}`)).status).toBe(404);
+    const gone = await c.get(emailPath);
+    expect(gone.status).toBe(404);
+    expect(gone.text).not.toContain('For the team');
+    expect((await c.submit(detail, `${emailPath}/unread`, {})).status).toBe(404);
+    expect(await unreadCount(app(), owner, box)).toBe(0);
   });
 
   it('shows Junk mail in full to the person, with a Junk badge', async () => {
