@@ -42,6 +42,29 @@ describeEachDatabase('durable jobs', (app) => {
     expect((await jobRow(a, id!)).status).toBe('done');
   });
 
+  it('runs the queued jobs of an exclusive task one at a time (one claim used to take several and run them together)', async () => {
+    const a = app();
+    const task = `t.exclusive.${Math.random()}`;
+    let running = 0;
+    let most = 0;
+    const done: number[] = [];
+    const w = worker(a);
+    w.register(task, {
+      exclusive: true,
+      handler: async (p: { n: number }) => {
+        most = Math.max(most, ++running);
+        await new Promise((r) => setImmediate(r));
+        running--;
+        done.push(p.n);
+      },
+    });
+    for (const n of [1, 2, 3]) await enqueue(a.started.deps.db, a.started.deps.dialect, task, { n }, new Date());
+    await w.start();
+    await w.drain();
+    expect(done.sort()).toEqual([1, 2, 3]);
+    expect(most).toBe(1);
+  });
+
   it('retries temporary failures with backoff, fails permanent ones at once, and gives up after max attempts', async () => {
     const a = app();
     let t = Date.now();

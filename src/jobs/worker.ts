@@ -150,12 +150,22 @@ export class Worker {
         // Each job is leased for its own task's time, so a job of a crashed worker is taken over
         // after its task's lease (a minute for most), not the longest lease of any task.
         const byLease = new Map<number, string[]>();
+        const exclusive: [string, number][] = [];
         for (const [task, def] of this.tasks) {
-          if (def.exclusive && this.runningByTask.get(task)) continue;
           const lease = def.leaseMs ?? 60_000;
+          if (def.exclusive) {
+            if (!this.runningByTask.get(task)) exclusive.push([task, lease]);
+            continue;
+          }
           byLease.set(lease, [...(byLease.get(lease) ?? []), task]);
         }
         const jobs = [];
+        // An exclusive task is claimed alone and one job at a time: claimed with the others, two of
+        // its queued jobs (a retry and a new run) could be taken by one claim and run together.
+        for (const [task, leaseMs] of exclusive) {
+          if (jobs.length >= free) break;
+          jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, [task], this.opts.now(), leaseMs, 1)));
+        }
         for (const [leaseMs, tasks] of byLease) {
           if (jobs.length >= free) break;
           jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, tasks, this.opts.now(), leaseMs, free - jobs.length)));
