@@ -76,6 +76,8 @@ export async function registerBlobRoutes(app: FastifyInstance, deps: AppDeps) {
       .header('accept-ranges', 'bytes')
       .header('cache-control', 'private, max-age=900, immutable')
       .header('x-content-type-options', 'nosniff')
+      // The link itself is the credential: never pass it on as a Referer.
+      .header('referrer-policy', 'no-referrer')
       // Never render user content as a page on the API origin.
       .header('content-security-policy', "sandbox; default-src 'none'")
       .header('content-disposition', attachmentDisposition(p.n))
