@@ -170,6 +170,21 @@ describeEachDatabase('labels.label_email job', (app) => {
     expect((await label(a, w, anonymous)).row).toMatchObject({ labeling: 'done', label: null });
   });
 
+  it('one email the provider cannot label does not hold up the others; the last attempt releases it uncategorised', async () => {
+    const a = app();
+    const { u, m } = await setup(a);
+    const good = await insertEmail(a, m.id, u.accountId, { subject: 'Your receipt' });
+    const bad = await insertEmail(a, m.id, u.accountId, { subject: 'boom' });
+    const flaky: LabelProvider = { name: 'flaky', label: async (input, signal) => (input.subject === 'boom' ? Promise.reject(new Error('provider down')) : builtinProvider.label(input, signal)) };
+    const { labelEmails } = await import('../src/labels/labeler.ts');
+    await expect(labelEmails(a.started.deps, flaky, [good, bad])).rejects.toThrow('provider down');
+    const rows = async () => Object.fromEntries((await a.started.deps.db.selectFrom('emails').select(['id', 'labeling', 'label']).where('id', 'in', [good, bad]).execute()).map((r) => [r.id, r]));
+    expect((await rows())[good]).toMatchObject({ labeling: 'done', label: 'Receipts' });
+    expect((await rows())[bad]).toMatchObject({ labeling: 'pending' });
+    await labelEmails(a.started.deps, flaky, [good, bad], true);
+    expect((await rows())[bad]).toMatchObject({ labeling: 'done', label: null });
+  });
+
   it('fails a malformed payload at once', async () => {
     const a = app();
     const d = a.started.deps;

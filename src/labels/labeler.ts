@@ -145,10 +145,14 @@ export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailI
     .execute();
   if (!rows.length) return;
   const signal = AbortSignal.timeout(LABEL_JOB_LIMIT_MS);
-  // A model provider gets at most 8 requests at a time; the rules are instant either way.
-  const labels: { id: string; category: Awaited<ReturnType<LabelProvider['label']>> }[] = [];
-  for (let i = 0; i < rows.length; i += 8) labels.push(...(await Promise.all(rows.slice(i, i + 8).map(labelOne))));
-  async function labelOne(row: (typeof rows)[number]) {
+  // A model provider gets at most 8 requests at a time; the rules are instant either way. One email
+  // that cannot be labeled now (its message.json unreadable, the provider failing) does not hold up
+  // the others: they are written, and the job fails afterwards so that it retries the rest.
+  type Labeled = { id: string; category: Awaited<ReturnType<LabelProvider['label']>> };
+  const labels: Labeled[] = [];
+  let firstError: unknown = null;
+  const labelOne = async (row: (typeof rows)[number]): Promise<Labeled | null> => {
+    try {
       let message: unknown | null;
       try {
         message = await readMessageJson(deps, row.json_file_id);
@@ -158,13 +162,25 @@ export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailI
       }
       const input = message ? labelInputFromMessage(row, message) : labelInputFromRow(row);
       return { id: row.id, category: await provider.label(input, signal) };
+    } catch (err) {
+      // On the last attempt an email is released without a category rather than withheld for ever.
+      if (lastAttempt) return { id: row.id, category: null };
+      firstError ??= err;
+      return null;
+    }
+  };
+  for (let i = 0; i < rows.length; i += 8) {
+    for (const l of await Promise.all(rows.slice(i, i + 8).map(labelOne))) if (l) labels.push(l);
   }
   const now = iso(deps.now());
-  await deps.db.transaction().execute(async (trx) => {
-    for (const l of labels) {
-      await trx.updateTable('emails').set({ label: l.category, labeling: 'done', labeled_at: now }).where('id', '=', l.id).where('labeling', '=', 'pending').execute();
-    }
-  });
+  if (labels.length) {
+    await deps.db.transaction().execute(async (trx) => {
+      for (const l of labels) {
+        await trx.updateTable('emails').set({ label: l.category, labeling: 'done', labeled_at: now }).where('id', '=', l.id).where('labeling', '=', 'pending').execute();
+      }
+    });
+  }
+  if (firstError) throw firstError;
 }
 
 /** Labels every pending email, oldest first, a batch per transaction. */
