@@ -8,6 +8,7 @@ import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { describeEachDatabase, startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { labelNow, mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
+import { clientKey } from '../src/inbound/smtp-server.ts';
 
 const run = promisify(execFile);
 const hasSwaks = await run('swaks', ['--version']).then(() => true, () => false);
@@ -264,5 +265,18 @@ describe('inbound SMTP connection limits', () => {
     } finally {
       await app.stop();
     }
+  });
+});
+
+describe('the per-address connection key', () => {
+  it.each([
+    ['127.0.0.1', '127.0.0.1'],
+    ['::ffff:10.1.2.3', '10.1.2.3'],
+    ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
+    ['2001:DB8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+  ])('%s counts as %s', (remote, key) => {
+    expect(clientKey(remote)).toBe(key);
   });
 });

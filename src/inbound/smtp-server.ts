@@ -1,5 +1,6 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import { once } from 'node:events';
+import { isIPv6 } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { AppDeps } from '../context.ts';
 import { AppError, ERROR_CATALOGUE } from '../errors.ts';
@@ -56,7 +57,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
     logger: false,
 
     onConnect(session, cb) {
-      const ip = session.remoteAddress ?? '';
+      const ip = clientKey(session.remoteAddress);
       if ((perIp.get(ip) ?? 0) >= deps.config.smtpMaxConnectionsPerIp) return cb(smtpError(421, '4.7.0', 'too many connections from your address; try again later'));
       perIp.set(ip, (perIp.get(ip) ?? 0) + 1);
       counted.add(session.id);
@@ -68,7 +69,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
       refusals.delete(session.id);
       messages.delete(session.id);
       if (!counted.delete(session.id)) return;
-      const ip = session.remoteAddress ?? '';
+      const ip = clientKey(session.remoteAddress);
       const left = (perIp.get(ip) ?? 1) - 1;
       if (left > 0) perIp.set(ip, left);
       else perIp.delete(ip);
@@ -122,6 +123,21 @@ async function drain(stream: Readable): Promise<void> {
   if (stream.readableEnded || stream.destroyed) return;
   stream.resume();
   await once(stream, 'end').catch(() => undefined);
+}
+
+/**
+ * The unit the per-address connection limit counts: an IPv4 address, or an IPv6 /64 (one site
+ * usually holds a whole /64, so counting single IPv6 addresses would let it open a connection per
+ * address).
+ */
+export function clientKey(remote: string | undefined): string {
+  const ip = (remote ?? '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+  if (!isIPv6(ip)) return ip;
+  const [head = '', tail = ''] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const full = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${full.slice(0, 4).map((h) => h.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
 
 function smtpError(code: number, enhanced: string, text: string): Error & { responseCode: number } {
