@@ -1,37 +1,30 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
 import { DATABASES, type TestApp } from './harness.ts';
 import { deviceClient, discover, insecure, mcpUrl, oauthError, registerClient, startClockApp, testClock } from './agent-helpers.ts';
 
 // The device login as a person does it: the CLI side is oauth4webapi, the approval happens in
 // Debian's chromium (playwright-core): sign in, compare the connection id, pick the account,
 // scope and mailboxes, confirm.
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SCREENSHOTS = process.env.CUBBY_SCREENSHOT_DIR;
-const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
 
-describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? 'device login approved in a browser' : `device login in a browser: skipped, ${CHROMIUM} not found`, () => {
+describe.skipIf(!HAVE_CHROMIUM)(browserSuiteTitle('device login approved in a browser'), () => {
   for (const kind of DATABASES) {
     describe(kind, () => {
       const clock = testClock();
       let app: TestApp;
       let context: BrowserContext;
-      let profile: string;
+      let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
       beforeAll(async () => {
         app = await startClockApp(kind, clock);
-        profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-chromium-'));
-        context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+        browser = await openChromium();
+        context = browser.context;
       });
       afterAll(async () => {
-        await context?.close();
-        if (profile) fs.rmSync(profile, { recursive: true, force: true });
+        await browser?.close();
         await app?.stop();
       });
 
@@ -59,7 +52,7 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? 'device login approved in a brow
           await page.getByLabel('Scope').selectOption('mailbox_write');
           await page.getByLabel('Only selected mailboxes').check();
           await page.getByLabel('Shared with the agent').selectOption('write');
-          if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `device-approval-${kind}.png`), fullPage: true });
+          await screenshot(page, `device-approval-${kind}`);
           await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Confirm connection' }).click()]);
           await page.getByRole('heading', { name: 'Device connected' }).waitFor();
         } finally {

@@ -1,33 +1,26 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 import { mailboxWithAddress } from './smtp-helpers.ts';
 import { latestEmailText, newBucket, publishAndWait, publisher, uploadFolder } from './sites-helpers.ts';
 
 // Published sites in a real browser (Debian's chromium, which sends *.localhost to loopback).
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SCREENSHOTS = process.env.CUBBY_SCREENSHOT_DIR;
-const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
-const TITLE = HAVE_CHROMIUM ? 'published sites in a browser' : `published sites in a browser: skipped, ${CHROMIUM} not found (apt-get install chromium)`;
+const TITLE = browserSuiteTitle('published sites in a browser');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('sites', (app) => {
     let context: BrowserContext;
-    let profile: string;
+    let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
     beforeAll(async () => {
-      profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-chromium-'));
-      context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+      browser = await openChromium();
+      context = browser.context;
     });
     afterAll(async () => {
-      await context?.close();
-      if (profile) fs.rmSync(profile, { recursive: true, force: true });
+      await browser?.close();
     });
     const shot = async (page: any, name: string) => {
-      if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `site-${name}-${app().kind}.png`), fullPage: true });
+      await screenshot(page, `site-${name}-${app().kind}`);
     };
 
     it('a password site: wrong password, then the right one opens the page asked for', async () => {

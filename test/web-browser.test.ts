@@ -1,42 +1,25 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 
 // The dashboard in a real browser: Debian's chromium driven by playwright-core.
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-// Set CUBBY_SCREENSHOT_DIR to keep screenshots of the pages visited.
-const SCREENSHOTS = process.env.CUBBY_SCREENSHOT_DIR;
 
-const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
-const TITLE = HAVE_CHROMIUM ? 'dashboard in a browser' : `dashboard in a browser: skipped, ${CHROMIUM} not found (apt-get install chromium)`;
+const TITLE = browserSuiteTitle('dashboard in a browser');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('sign-up and API keys', (app) => {
     // One browser per database, with a fresh profile, closed before the app stops (an open
     // browser keeps idle connections to the server).
     let context: BrowserContext;
-    let profile: string;
+    let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
     beforeAll(async () => {
-      profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-chromium-'));
-      context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+      browser = await openChromium();
+      context = browser.context;
     });
     afterAll(async () => {
-      await context?.close();
-      if (profile) fs.rmSync(profile, { recursive: true, force: true });
+      await browser?.close();
     });
 
     it('signs up, creates a key shown once, uses it on both surfaces, revokes it', async () => {
@@ -49,7 +32,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await page.getByLabel('Your name').fill('Grace Browser');
         await page.getByLabel('Account name').fill('Hopper Labs');
         await page.getByLabel('Password').fill('correct horse battery staple');
-        if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `sign-up-${app().kind}.png`), fullPage: true });
+        await screenshot(page, `sign-up-${app().kind}`);
         await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Create account' }).click()]);
         await expect(page.getByRole('heading', { name: 'Welcome, Grace Browser' }).isVisible()).resolves.toBe(true);
         const accountId = (await page.locator('code', { hasText: /^acct_/ }).first().textContent())!.trim();
@@ -64,7 +47,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         expect(token).toMatch(/^cubby_[A-Za-z0-9]{40}$/);
         // Shown in the POST's response, never in a URL.
         expect(page.url()).toBe(`${base}/settings/api_keys`);
-        if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `api-keys-${app().kind}.png`), fullPage: true });
+        await screenshot(page, `api-keys-${app().kind}`);
 
         const r = await app().request('GET', '/v1/status', { key: token });
         expect(r.status).toBe(200);

@@ -1,30 +1,23 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 import { inbox, receive } from './emails-helpers.ts';
 
 // The mailbox and email pages in a real browser (Debian's chromium, as test/web-browser.test.ts):
 // hostile mail runs nothing, and the read button works.
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SCREENSHOTS = process.env.CUBBY_SCREENSHOT_DIR;
-const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
-const TITLE = HAVE_CHROMIUM ? 'mailbox pages in a browser' : `mailbox pages in a browser: skipped, ${CHROMIUM} not found (apt-get install chromium)`;
+const TITLE = browserSuiteTitle('mailbox pages in a browser');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('mailbox and email pages', (app) => {
     let context: BrowserContext;
-    let profile: string;
+    let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
     beforeAll(async () => {
-      profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-chromium-'));
-      context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+      browser = await openChromium();
+      context = browser.context;
     });
     afterAll(async () => {
-      await context?.close();
-      if (profile) fs.rmSync(profile, { recursive: true, force: true });
+      await browser?.close();
     });
 
     it('goes from the dashboard to an email, runs none of its markup, and marks it read', async () => {
@@ -48,12 +41,12 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
 
         const mailboxTitle = (await app().request('GET', `/v1/mailboxes/${box.id}`, { key: user.key })).body.data.mailbox.title as string;
         await Promise.all([page.waitForURL(`${base}/mailboxes/${box.id}`), page.getByRole('link', { name: mailboxTitle }).click()]);
-        if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `mailbox-${app().kind}.png`), fullPage: true });
+        await screenshot(page, `mailbox-${app().kind}`);
         await Promise.all([page.waitForURL(/\/emails\/eml_/), page.getByRole('link', { name: subject }).click()]);
         await expect(page.getByRole('heading', { name: subject }).isVisible()).resolves.toBe(true);
         expect((await page.locator('pre.mail').textContent())?.trimEnd()).toBe('Line one\n<script>alert(2)</script>');
         expect(await page.locator('img').count()).toBe(0);
-        if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `email-${app().kind}.png`), fullPage: true });
+        await screenshot(page, `email-${app().kind}`);
 
         await page.getByRole('button', { name: 'Mark as read' }).click();
         await page.getByRole('button', { name: 'Mark as unread' }).waitFor();
