@@ -75,7 +75,7 @@ export async function mailboxWithAddress(app: TestApp, user: TestUser, title?: s
  * A minimal SMTP conversation for cases nodemailer refuses to produce (broken commands, huge
  * lines, exact replies): sends each line and collects the server's reply to it.
  */
-export async function smtpDialogue(app: TestApp, lines: (string | Buffer)[]): Promise<string[]> {
+export async function smtpDialogue(app: TestApp, lines: (string | Buffer)[], opts: { beforeLine?: (index: number) => Promise<void> } = {}): Promise<string[]> {
   const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
   const replies: string[] = [];
   let buf = '';
@@ -101,7 +101,8 @@ export async function smtpDialogue(app: TestApp, lines: (string | Buffer)[]): Pr
   };
   replies.push(await nextReply()); // greeting
   // Each item gets exactly one reply: a command, or a whole DATA body ending in "\r\n." .
-  for (const line of lines) {
+  for (const [i, line] of lines.entries()) {
+    await opts.beforeLine?.(i);
     socket.write(typeof line === 'string' ? line + '\r\n' : line);
     replies.push(await nextReply());
   }

@@ -144,6 +144,25 @@ describeEachDatabase('inbound SMTP', (app) => {
     expect((await mailbox(app(), user, a.id)).email.message_count).toBe(1);
   });
 
+  it('a mailbox archived between RCPT and the end of DATA gets no copy; the other recipient still does', async () => {
+    const user = await app().user();
+    const a = await mailboxWithAddress(app(), user);
+    const b = await mailboxWithAddress(app(), user);
+    const lines = ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${a.address}>`, `RCPT TO:<${b.address}>`, 'DATA', 'Subject: late archive\r\n\r\nhello\r\n.', 'QUIT'];
+    const r = await smtpDialogue(app(), lines, {
+      // After DATA was accepted and before the message ends, mailbox A is archived.
+      beforeLine: async (i) => {
+        if (i === 5) expect((await app().request('POST', `/v1/mailboxes/${a.id}/archive`, { key: user.key, body: {} })).status).toBe(200);
+      },
+    });
+    expect(r.slice(3, 6).map((x) => x.slice(0, 3))).toEqual(['250', '250', '354']);
+    const done = r[6]!;
+    expect(done).toMatch(/^250 /);
+    const ids = done.match(/eml_[A-Za-z0-9]+/g) ?? [];
+    expect(ids).toHaveLength(1);
+    expect((await emailRow(app(), ids[0]!)).mailbox_id).toBe(b.id);
+  });
+
   it('links replies into one conversation, also when the first message was never received', async () => {
     const user = await app().user();
     const box = await mailboxWithAddress(app(), user);

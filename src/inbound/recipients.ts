@@ -81,16 +81,23 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
 }
 
 /**
- * The recipients whose address still routes to the same mailbox at the end of DATA: an alias
- * deleted or an address rotated away since RCPT gets no delivery (one query per message).
+ * The recipients whose address still routes to the same receiving mailbox at the end of DATA: an
+ * alias deleted, an address rotated away, or a mailbox archived, deleted or closed since RCPT gets
+ * no delivery, and the others still do (one query per message). When none is left the message is
+ * refused (550).
  */
 export async function stillRouted(deps: AppDeps, recipients: Recipient[]): Promise<Recipient[]> {
   if (!recipients.length) return recipients;
+  // Also leaves out mailboxes archived, deleted or closed to mail since RCPT: the others still get it.
   const rows = await deps.db
     .selectFrom('email_addresses')
-    .select(['address', 'mailbox_id'])
-    .where('address', 'in', [...new Set(recipients.map((r) => r.address))])
-    .where('role', 'in', ['primary', 'alias'])
+    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
+    .select(['email_addresses.address', 'email_addresses.mailbox_id'])
+    .where('email_addresses.address', 'in', [...new Set(recipients.map((r) => r.address))])
+    .where('email_addresses.role', 'in', ['primary', 'alias'])
+    .where('mailboxes.archived_at', 'is', null)
+    .where('mailboxes.deleted_at', 'is', null)
+    .where('mailboxes.receiving_enabled', '=', 1)
     .execute();
   const live = new Set(rows.map((r) => `${r.mailbox_id} ${r.address}`));
   return recipients.filter((r) => live.has(`${r.mailboxId} ${r.address}`));
