@@ -71,13 +71,9 @@ export async function mailboxWithAddress(app: TestApp, user: TestUser, title?: s
   return { id: m.id, address: m.email?.address ?? m.address };
 }
 
-/**
- * A minimal SMTP conversation for cases nodemailer refuses to produce (broken commands, huge
- * lines, exact replies): sends each line and collects the server's reply to it.
- */
-export async function smtpDialogue(app: TestApp, lines: (string | Buffer)[], opts: { beforeLine?: (index: number) => Promise<void> } = {}): Promise<string[]> {
+/** One raw SMTP connection driven step by step; `reply()` resolves with the next whole reply (all its lines). */
+export async function smtpSession(app: TestApp) {
   const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
-  const replies: string[] = [];
   let buf = '';
   let wake: (() => void) | null = null;
   socket.on('data', (d) => {
@@ -85,27 +81,53 @@ export async function smtpDialogue(app: TestApp, lines: (string | Buffer)[], opt
     wake?.();
   });
   const closed = new Promise<void>((r) => socket.on('close', () => r()));
-  const nextReply = async (): Promise<string> => {
+  const reply = async (): Promise<string> => {
     for (;;) {
       const m = /(?:^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buf);
       if (m) {
         const end = m.index + m[0].length;
-        const reply = buf.slice(0, end).trimEnd();
+        const out = buf.slice(0, end).trimEnd();
         buf = buf.slice(end);
-        return reply;
+        return out;
       }
       const gotData = new Promise<void>((r) => (wake = r));
       const done = await Promise.race([gotData.then(() => false), closed.then(() => true)]);
       if (done && !/\r\n$/.test(buf)) return buf || '(closed)';
     }
   };
-  replies.push(await nextReply()); // greeting
-  // Each item gets exactly one reply: a command, or a whole DATA body ending in "\r\n." .
+  const greeting = await reply();
+  return {
+    greeting,
+    reply,
+    /** Sends a command line (CRLF added) or raw bytes, and waits for the reply. */
+    async send(line: string | Buffer): Promise<string> {
+      socket.write(typeof line === 'string' ? line + '\r\n' : line);
+      return reply();
+    },
+    write(data: string | Buffer) {
+      socket.write(data);
+    },
+    end() {
+      socket.end();
+    },
+    close() {
+      socket.destroy();
+    },
+  };
+}
+
+/**
+ * A minimal SMTP conversation for cases nodemailer refuses to produce (broken commands, huge
+ * lines, exact replies): sends each line and collects the server's reply to it. Each item gets
+ * exactly one reply: a command, or a whole DATA body ending in "\r\n." .
+ */
+export async function smtpDialogue(app: TestApp, lines: (string | Buffer)[], opts: { beforeLine?: (index: number) => Promise<void> } = {}): Promise<string[]> {
+  const session = await smtpSession(app);
+  const replies = [session.greeting];
   for (const [i, line] of lines.entries()) {
     await opts.beforeLine?.(i);
-    socket.write(typeof line === 'string' ? line + '\r\n' : line);
-    replies.push(await nextReply());
+    replies.push(await session.send(line));
   }
-  socket.end();
+  session.end();
   return replies;
 }

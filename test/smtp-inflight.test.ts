@@ -1,47 +1,21 @@
 import { expect, it } from 'vitest';
-import net from 'node:net';
+import { once } from 'node:events';
 import { describeEachDatabase, type TestApp } from './harness.ts';
-import { mailboxWithAddress } from './smtp-helpers.ts';
+import { mailboxWithAddress, smtpSession } from './smtp-helpers.ts';
 import { dataBudgetOf } from '../src/inbound/data-budget.ts';
 
 // Bounds that only show with several sessions at once: the DATA bytes held in memory by all of
 // them, and the monthly allowance when several messages pass RCPT before any is stored.
 
-/** One SMTP connection driven step by step (smtpDialogue runs a whole dialogue in one go). */
+/** One SMTP connection driven step by step; replies as their last line. */
 async function connect(app: TestApp) {
-  const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
-  let buf = '';
-  let wake: (() => void) | null = null;
-  socket.on('data', (d) => {
-    buf += d.toString('latin1');
-    wake?.();
-  });
-  const closed = new Promise<void>((r) => socket.on('close', () => r()));
-  const reply = async (): Promise<string> => {
-    for (;;) {
-      const m = /(?:^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buf);
-      if (m) {
-        const end = m.index + m[0].length;
-        const out = buf.slice(0, end).trimEnd();
-        buf = buf.slice(end);
-        return out.split('\r\n').pop()!;
-      }
-      if (await Promise.race([new Promise<false>((r) => (wake = () => r(false))), closed.then(() => true as const)])) return '(closed)';
-    }
-  };
-  await reply();
+  const session = await smtpSession(app);
+  const last = (r: string) => r.split('\r\n').pop()!;
   return {
-    reply,
-    async send(line: string): Promise<string> {
-      socket.write(line + '\r\n');
-      return reply();
-    },
-    write(data: string) {
-      socket.write(data);
-    },
-    close() {
-      socket.destroy();
-    },
+    reply: async () => last(await session.reply()),
+    send: async (line: string) => last(await session.send(line)),
+    write: (data: string) => session.write(data),
+    close: () => session.close(),
   };
 }
 
@@ -53,7 +27,7 @@ function body(bytes: number, subject: string): string {
 /** Resolves once the server holds at least `n` DATA bytes in memory. */
 async function budgetReaches(app: TestApp, n: number): Promise<void> {
   const budget = dataBudgetOf(app.started.deps);
-  while (budget.inUse < n) await new Promise((r) => setTimeout(r, 5));
+  while (budget.inUse < n) await once(budget, 'change');
 }
 
 describeEachDatabase(

@@ -1,3 +1,5 @@
+import { EventEmitter } from 'node:events';
+
 /**
  * A bound on the DATA bytes all SMTP sessions of this process hold in memory at once. The pipeline
  * keeps each message's bytes while it streams to the store (parsing and authentication need them),
@@ -5,10 +7,12 @@
  * take the total over the bound is answered 451 4.3.2 (the sender retries later); a message alone in
  * flight is always admitted, so a bound below the largest message cannot refuse mail for ever.
  */
-export class DataBudget {
+export class DataBudget extends EventEmitter<{ change: [inUse: number] }> {
   private used = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    super();
+  }
 
   /** Bytes held by all messages now (for tests and metrics). */
   get inUse(): number {
@@ -24,12 +28,14 @@ export class DataBudget {
   tryTake(held: number, n: number): boolean {
     if (this.used + n > this.maxBytes && this.used !== held) return false;
     this.used += n;
+    this.emit('change', this.used);
     return true;
   }
 
   /** @internal */
   give(n: number): void {
     this.used = Math.max(0, this.used - n);
+    this.emit('change', this.used);
   }
 }
 
