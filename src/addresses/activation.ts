@@ -1,4 +1,8 @@
-import type { AppDeps } from '../context.ts';
+import type { Kysely } from 'kysely';
+import type { AppDeps, RequestCtx } from '../context.ts';
+import type { DB } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import type { NewAddress } from './commit.ts';
 import type { JobsTable } from '../db/schema.ts';
 import type { Worker } from '../jobs/worker.ts';
 import { AppError } from '../errors.ts';
@@ -16,6 +20,45 @@ import { commitAlias, commitPrimaryChange } from './commit.ts';
 
 export const ACTIVATE_TASK = 'addresses.activate';
 export const ACTIVATE_MAX_ATTEMPTS = 6;
+
+/**
+ * Records a pending assignment (an alias add, or a primary change to a custom domain) and queues
+ * its activation, in the caller's transaction. The address is reserved by `reserve_key` (unique)
+ * but never receivable or shown until activation commits it. Returns the assignment id.
+ */
+export async function queueAssignment(
+  ctx: Pick<RequestCtx, 'jobs' | 'actor'>,
+  trx: Kysely<DB>,
+  input: { mailboxId: string; accountId: string; kind: 'alias' | 'primary'; next: NewAddress; oldAddress: string | null; keepOldAsAlias: boolean; now: Date },
+): Promise<string> {
+  const id = newId('asg');
+  const address = `${input.next.localPart}@${input.next.hostname}`;
+  await trx
+    .insertInto('address_assignments')
+    .values({
+      id,
+      mailbox_id: input.mailboxId,
+      account_id: input.accountId,
+      kind: input.kind,
+      status: 'pending',
+      hostname: input.next.hostname,
+      local_part: input.next.localPart,
+      username: input.next.username,
+      address,
+      reserve_key: address,
+      old_address: input.oldAddress,
+      keep_old_as_alias: input.keepOldAsAlias ? 1 : 0,
+      error: null,
+      created_by_user_id: ctx.actor.userId,
+      created_by_api_key_id: ctx.actor.apiKeyId,
+      created_at: iso(input.now),
+      updated_at: iso(input.now),
+      finished_at: null,
+    })
+    .execute();
+  await ctx.jobs.enqueue(trx, ACTIVATE_TASK, { assignment_id: id }, { maxAttempts: ACTIVATE_MAX_ATTEMPTS });
+  return id;
+}
 
 /** Errors a later attempt (or a later request) could get past. */
 const RETRYABLE = new Set(['dns_unavailable', 'mx_record_missing', 'EMAIL_DOMAIN_NOT_AVAILABLE', 'INBOUND_EMAIL_ROTATION_LIMIT', 'EMAIL_ALIAS_LIMIT']);

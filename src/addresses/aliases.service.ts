@@ -5,13 +5,12 @@ import { limitsFor } from '../accounts/limits.service.ts';
 import { isPaidPlan } from '../accounts/plans.ts';
 import { recordActivity } from '../activity/activity.service.ts';
 import { isUniqueViolation } from '../db/database.ts';
-import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 import { loadMailbox, type LoadedMailbox } from '../mailboxes/mailboxes.service.ts';
 import { aliasesOf, lockMailbox, pendingAssignments, primaryAddress } from './addresses.repo.ts';
 import { aliasLimitError } from './commit.ts';
 import { freeAddress, resolveTargetDomain } from './targets.ts';
-import { ACTIVATE_MAX_ATTEMPTS, ACTIVATE_TASK } from './activation.ts';
+import { queueAssignment } from './activation.ts';
 
 // Aliases: more addresses that deliver to the same mailbox. Adding one is accepted (202) as a
 // pending assignment that a job activates; deleting one retires it at once (the address stays
@@ -31,7 +30,6 @@ export async function addAlias(ctx: RequestCtx, mailboxId: string, input: { acco
   const target = await resolveTargetDomain(ctx, access, input.domain, primary?.domain ?? ctx.config.mailDomain);
   const next = await freeAddress(ctx.db, target, input.username, m.title, 'username');
   const max = limitsFor(access.account).max_email_aliases_per_mailbox;
-  const address = `${next.localPart}@${next.hostname}`;
   const now = ctx.now();
   try {
     await ctx.db.transaction().execute(async (trx) => {
@@ -39,31 +37,7 @@ export async function addAlias(ctx: RequestCtx, mailboxId: string, input: { acco
       // Pending adds hold their slot: the allowance cannot be overrun by adding many at once.
       const held = (await aliasesOf(trx, m.id)).length + (await pendingAssignments(trx, m.id)).filter((p) => p.kind === 'alias').length;
       if (held >= max) throw aliasLimitError(max);
-      const id = newId('asg');
-      await trx
-        .insertInto('address_assignments')
-        .values({
-          id,
-          mailbox_id: m.id,
-          account_id: m.account_id,
-          kind: 'alias',
-          status: 'pending',
-          hostname: next.hostname,
-          local_part: next.localPart,
-          username: next.username,
-          address,
-          reserve_key: address,
-          old_address: null,
-          keep_old_as_alias: 0,
-          error: null,
-          created_by_user_id: ctx.actor.userId,
-          created_by_api_key_id: ctx.actor.apiKeyId,
-          created_at: iso(now),
-          updated_at: iso(now),
-          finished_at: null,
-        })
-        .execute();
-      await ctx.jobs.enqueue(trx, ACTIVATE_TASK, { assignment_id: id }, { maxAttempts: ACTIVATE_MAX_ATTEMPTS });
+      await queueAssignment(ctx, trx, { mailboxId: m.id, accountId: m.account_id, kind: 'alias', next, oldAddress: null, keepOldAsAlias: false, now });
       await recordActivity(trx, ctx.actor, now, { accountId: m.account_id, action: 'mailbox.email.alias_add', targetType: 'mailbox', targetId: m.id, reason: input.reason });
     });
   } catch (err) {

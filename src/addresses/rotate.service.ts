@@ -8,14 +8,12 @@ import { billingGroupId } from '../accounts/accounts.service.ts';
 import { isPaidPlan } from '../accounts/plans.ts';
 import { recordActivity } from '../activity/activity.service.ts';
 import { isUniqueViolation } from '../db/database.ts';
-import { newId } from '../ids.ts';
-import { iso } from '../time.ts';
 import { findMailbox } from '../mailboxes/mailboxes.repo.ts';
 import { loadMailbox, type LoadedMailbox } from '../mailboxes/mailboxes.service.ts';
 import { aliasesOf, lockBillingGroup, lockMailbox, pendingAssignments, primaryAddress } from './addresses.repo.ts';
 import { aliasLimitError, commitPrimaryChange, rotationAllowed, rotationLimitError } from './commit.ts';
 import { domainReceives, freeAddress, resolveTargetDomain } from './targets.ts';
-import { ACTIVATE_MAX_ATTEMPTS, ACTIVATE_TASK } from './activation.ts';
+import { queueAssignment } from './activation.ts';
 
 // Address rotation on both surfaces. A platform-domain target commits at once (200); a custom
 // domain target is recorded as a pending assignment and activated by a job (202). The old address
@@ -110,36 +108,11 @@ async function rotate(ctx: RequestCtx, mailboxId: string, input: RotateInput): P
     return { loaded: { ...loaded, mailbox: (await findMailbox(ctx.db, m.account_id, m.id))! }, pending: false };
   }
 
-  const address = `${next.localPart}@${next.hostname}`;
   try {
     await ctx.db.transaction().execute(async (trx) => {
       await lockMailbox(trx, ctx.dialect, m.id);
       if ((await pendingAssignments(trx, m.id)).some((p) => p.kind === 'primary')) throw new AppError('EMAIL_ADDRESS_CHANGE_PENDING', undefined, { mailbox_id: m.id });
-      const id = newId('asg');
-      await trx
-        .insertInto('address_assignments')
-        .values({
-          id,
-          mailbox_id: m.id,
-          account_id: m.account_id,
-          kind: 'primary',
-          status: 'pending',
-          hostname: next.hostname,
-          local_part: next.localPart,
-          username: next.username,
-          address,
-          reserve_key: address,
-          old_address: current.address,
-          keep_old_as_alias: keep ? 1 : 0,
-          error: null,
-          created_by_user_id: ctx.actor.userId,
-          created_by_api_key_id: ctx.actor.apiKeyId,
-          created_at: iso(now),
-          updated_at: iso(now),
-          finished_at: null,
-        })
-        .execute();
-      await ctx.jobs.enqueue(trx, ACTIVATE_TASK, { assignment_id: id }, { maxAttempts: ACTIVATE_MAX_ATTEMPTS });
+      await queueAssignment(ctx, trx, { mailboxId: m.id, accountId: m.account_id, kind: 'primary', next, oldAddress: current.address, keepOldAsAlias: keep, now });
       await input.record?.(trx, m.id);
       await recordActivity(trx, ctx.actor, now, activity);
     });
