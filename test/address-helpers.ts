@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { expect } from 'vitest';
 import type { TestApp, TestUser } from './harness.ts';
 import { smtpDialogue } from './smtp-helpers.ts';
@@ -48,33 +47,3 @@ export function expectError(res: { status: number; body: any; text: string }, st
   expect(res.body.error.code, res.text).toBe(code);
 }
 
-/** An SMTP conversation driven step by step, so a test can act between commands. */
-export async function smtpSession(app: TestApp) {
-  const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
-  let buf = '';
-  let wake: (() => void) | null = null;
-  socket.on('data', (d) => {
-    buf += d.toString('latin1');
-    wake?.();
-  });
-  const reply = async (): Promise<string> => {
-    for (;;) {
-      const m = /(?:^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buf);
-      if (m) {
-        const end = m.index + m[0].length;
-        const text = buf.slice(0, end).trimEnd();
-        buf = buf.slice(end);
-        return text;
-      }
-      await new Promise<void>((r) => (wake = r));
-    }
-  };
-  await reply(); // greeting
-  return {
-    async send(line: string): Promise<string> {
-      socket.write(line + '\r\n');
-      return reply();
-    },
-    close: () => socket.end(),
-  };
-}

@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
 import { mailboxWithAddress, sendMail } from './smtp-helpers.ts';
-import { drain, expectError, inboundEmail, rcpt, received, rotate, rotateA, settings, smtpSession } from './address-helpers.ts';
+import { drain, expectError, inboundEmail, rcpt, received, rotate, rotateA, settings } from './address-helpers.ts';
+import { smtpSession } from './smtp-helpers.ts';
 
 // Email settings on the platform domain: the settings read, rotation on both surfaces (with its
 // monthly allowance and idempotent replays), aliases, and the sender allowlist, each checked
