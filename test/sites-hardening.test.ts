@@ -1,30 +1,11 @@
-import http from 'node:http';
 import { beforeAll, expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
-import { form, newBucket, publishAndWait, publisher, siteFetch, uploadFolder, type SiteResponse } from './sites-helpers.ts';
+import { form, newBucket, publishAndWait, publisher, siteFetch, siteFetchRaw, uploadFolder } from './sites-helpers.ts';
 
 // The sites server against hostile requests: raw (un-normalised) traversal paths, a malformed
 // Origin on the access forms, and access cookies replayed on another site.
 
 /** A request with the path sent exactly as written (URL would normalise `..` and `%2e%2e`). */
-function rawFetch(origin: string, rawPath: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<SiteResponse> {
-  const u = new URL(origin);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: Number(u.port), path: rawPath, method: opts.method ?? 'GET', headers: { host: u.host, ...opts.headers }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        resolve({ status: res.statusCode!, headers: res.headers, body, text: body.toString('utf8') });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    if (opts.body !== undefined) req.write(opts.body);
-    req.end();
-  });
-}
-
 describeEachDatabase('sites: hostile requests', (app) => {
   let site: any;
   beforeAll(async () => {
@@ -60,22 +41,22 @@ describeEachDatabase('sites: hostile requests', (app) => {
       '/secret.txt',
     ];
     for (const p of paths) {
-      const res = await rawFetch(site.public_url, p);
+      const res = await siteFetchRaw(site.public_url, p);
       expect([400, 404], `${p} → ${res.status}`).toContain(res.status);
       expect(res.text, p).not.toContain('TOP SECRET');
     }
     // Decoded dot segments and NUL are refused outright, not looked up.
     for (const p of ['/%2e%2e/secret.txt', '/a/%2e/page.html', '/secret.txt%00.html', '/%c0%ae%c0%ae/secret.txt']) {
-      expect((await rawFetch(site.public_url, p)).status, p).toBe(400);
+      expect((await siteFetchRaw(site.public_url, p)).status, p).toBe(400);
     }
-    expect((await rawFetch(site.public_url, '/a/page.html')).text).toBe('page');
+    expect((await siteFetchRaw(site.public_url, '/a/page.html')).text).toBe('page');
   });
 
   it('a folder with a non-ASCII name redirects to its slash form with a percent-encoded Location', async () => {
-    const res = await rawFetch(site.public_url, '/%E6%96%87%E6%A1%A3%201?x=1');
+    const res = await siteFetchRaw(site.public_url, '/%E6%96%87%E6%A1%A3%201?x=1');
     expect(res.status).toBe(301);
     expect(res.headers.location).toBe('/%E6%96%87%E6%A1%A3%201/?x=1');
-    expect((await rawFetch(site.public_url, res.headers.location!)).text).toBe('docs');
+    expect((await siteFetchRaw(site.public_url, res.headers.location!)).text).toBe('docs');
   });
 
   it('a malformed Origin on an access form is refused, not a server error', async () => {

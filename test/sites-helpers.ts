@@ -89,22 +89,27 @@ export interface SiteResponse {
   text: string;
 }
 
+type SiteRequest = { method?: string; headers?: Record<string, string>; body?: string };
+
 /** GET (or another method) of a site URL, connecting to 127.0.0.1 with the URL's Host header. */
-export function siteFetch(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<SiteResponse> {
+export function siteFetch(url: string, opts: SiteRequest = {}): Promise<SiteResponse> {
   const u = new URL(url);
+  return siteFetchRaw(u.origin, `${u.pathname}${u.search}`, opts);
+}
+
+/** The same with the request path sent exactly as given (no URL normalisation: for traversal tests). */
+export function siteFetchRaw(origin: string, rawPath: string, opts: SiteRequest = {}): Promise<SiteResponse> {
+  const u = new URL(origin);
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: Number(u.port), path: `${u.pathname}${u.search}`, method: opts.method ?? 'GET', headers: { host: u.host, ...opts.headers }, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const body = Buffer.concat(chunks);
-          resolve({ status: res.statusCode!, headers: res.headers, body, text: body.toString('utf8') });
-        });
-        res.on('error', reject);
-      },
-    );
+    const req = http.request({ host: '127.0.0.1', port: Number(u.port), path: rawPath, method: opts.method ?? 'GET', headers: { host: u.host, ...opts.headers }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode!, headers: res.headers, body, text: body.toString('utf8') });
+      });
+      res.on('error', reject);
+    });
     req.on('error', reject);
     if (opts.body !== undefined) req.write(opts.body);
     req.end();
