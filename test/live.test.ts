@@ -4,7 +4,7 @@ import { adapters, createConsumer } from '@rails/actioncable';
 import { DATABASES, startTestApp, type TestApp } from './harness.ts';
 import { mailboxWithAddress, sendMail } from './smtp-helpers.ts';
 import { cableUrl, identifierOf, RawCable, subscribed, ticket } from './cable-client.ts';
-import { eventRow, recordEvents } from '../src/events/events.ts';
+import { rolledBackThenCommitted } from './events-helpers.ts';
 import { sha256Hex } from '../src/ids.ts';
 
 // The live subscription: tickets, the ActionCable protocol with the stock @rails/actioncable
@@ -163,17 +163,7 @@ for (const kind of DATABASES) {
       const u = await app.user();
       const box = await mailboxWithAddress(app, u);
       const { cable } = await subscribed(app, u.key, box.id);
-      const deps = app.started.deps;
-      const event = (emailId: string) =>
-        eventRow({ type: 'email.received', accountId: u.accountId, mailboxId: box.id, at: deps.now(), data: { account_id: u.accountId, mailbox_id: box.id, email_id: emailId, received_at: deps.now().toISOString(), attachment_count: 0 } });
-      await deps.db
-        .transaction()
-        .execute(async (trx) => {
-          await recordEvents(deps, trx, [event('eml_rolledback')]);
-          throw new Error('roll back');
-        })
-        .catch(() => undefined);
-      await deps.db.transaction().execute((trx) => recordEvents(deps, trx, [event('eml_committed')]));
+      await rolledBackThenCommitted(app, u.accountId, box.id);
       const push = await cable.next((f) => f.identifier && f.message);
       expect(push.message.data.email_id).toBe('eml_committed');
       cable.close();

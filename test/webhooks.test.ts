@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES, type TestApp } from './harness.ts';
 import { mailboxWithAddress, sendMail } from './smtp-helpers.ts';
 import { deliveries, drain, makeCert, Receiver, setWebhook, startHookApp, type TestCert } from './webhook-receiver.ts';
-import { eventRow, recordEvents } from '../src/events/events.ts';
+import { rolledBackThenCommitted } from './events-helpers.ts';
 import { decryptSecret } from '../src/webhooks/secrets.ts';
 
 // Webhook settings and signed delivery, against a real HTTPS receiver (self-signed certificate
@@ -153,18 +153,8 @@ for (const kind of DATABASES) {
       const u = await app.user();
       const box = await mailboxWithAddress(app, u);
       receiver.secret = (await setWebhook(app, u.key, box.id, receiver.url(`/rollback/${box.id}`))).signing_secret;
-      const deps = app.started.deps;
-      const event = (emailId: string) =>
-        eventRow({ type: 'email.received', accountId: u.accountId, mailboxId: box.id, at: deps.now(), data: { account_id: u.accountId, mailbox_id: box.id, email_id: emailId, received_at: deps.now().toISOString(), attachment_count: 0 } });
-      await deps.db
-        .transaction()
-        .execute(async (trx) => {
-          await recordEvents(deps, trx, [event('eml_rolledback')]);
-          throw new Error('roll back');
-        })
-        .catch(() => undefined);
       const before = receiver.received.length;
-      await deps.db.transaction().execute((trx) => recordEvents(deps, trx, [event('eml_committed')]));
+      await rolledBackThenCommitted(app, u.accountId, box.id);
       await receiver.waitFor(before + 1);
       await drain(app);
       const mine = receiver.received.filter((r) => r.path === `/rollback/${box.id}`);
