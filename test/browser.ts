@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 // Browser tests drive Debian's chromium with playwright-core; without it they are skipped and say so.
@@ -33,4 +34,19 @@ export async function openChromium(): Promise<{ context: BrowserContext; close()
 
 export async function screenshot(page: Page, name: string): Promise<void> {
   if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * One browser for the enclosing suite: opened before its tests, closed after them (register it
+ * inside the suite that owns the app, so that it closes before the app stops). Returns a getter.
+ */
+export function useChromium(): () => BrowserContext {
+  let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
+  beforeAll(async () => {
+    browser = await openChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => browser!.context;
 }

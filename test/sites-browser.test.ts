@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext } from 'playwright-core';
-import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
+import { describe, expect, it } from 'vitest';
+import { browserSuiteTitle, HAVE_CHROMIUM, screenshot, useChromium } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 import { mailboxWithAddress } from './smtp-helpers.ts';
 import { latestEmailText, newBucket, publishAndWait, publisher, uploadFolder } from './sites-helpers.ts';
@@ -10,15 +9,7 @@ const TITLE = browserSuiteTitle('published sites in a browser');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('sites', (app) => {
-    let context: BrowserContext;
-    let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
-    beforeAll(async () => {
-      browser = await openChromium();
-      context = browser.context;
-    });
-    afterAll(async () => {
-      await browser?.close();
-    });
+    const browser = useChromium();
     const shot = async (page: any, name: string) => {
       await screenshot(page, `site-${name}-${app().kind}`);
     };
@@ -28,7 +19,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
       const bucket = await newBucket(app(), u.key, 'Board Papers');
       await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<h1>Board home</h1>', 'minutes/june.html': '<h1>June minutes</h1>' });
       const p = await publishAndWait(app(), u.key, bucket.id, { access_mode: 'password' });
-      const page = await context.newPage();
+      const page = await browser().newPage();
       try {
         const res = await page.goto(`${p.public_url}/minutes/june.html`);
         expect(res?.status()).toBe(401);
@@ -40,7 +31,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await Promise.all([page.waitForURL(`${p.public_url}/minutes/june.html`), page.getByRole('button', { name: 'Open site' }).click()]);
         await page.getByRole('heading', { name: 'June minutes' }).waitFor();
         // The cookie belongs to this site's host only, and the password never appears in a URL.
-        const cookies = await context.cookies(p.public_url);
+        const cookies = await browser().cookies(p.public_url);
         expect(cookies.map((c) => [c.name, c.domain, c.httpOnly])).toEqual([['cubby_site_access', new URL(p.public_url).hostname, true]]);
         expect(page.url()).not.toContain(p.password);
         await page.goto(p.public_url);
@@ -57,7 +48,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
       const p = await publishAndWait(app(), u.key, bucket.id, { access_mode: 'require_email' });
       const visitor = await app().user();
       const inbox = await mailboxWithAddress(app(), visitor);
-      const page = await context.newPage();
+      const page = await browser().newPage();
       try {
         await page.goto(p.public_url);
         await page.getByLabel('Email address').fill(inbox.address);
@@ -80,7 +71,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
       const shell = '<!doctype html><html><head><script src="/app.js" defer></script></head><body><h1 id="route">loading</h1></body></html>';
       await uploadFolder(app(), u.key, bucket.id, { 'index.html': shell, 'app.js': "document.getElementById('route').textContent = 'Route: ' + location.pathname;" });
       const p = await publishAndWait(app(), u.key, bucket.id, { site_mode: 'spa' });
-      const page = await context.newPage();
+      const page = await browser().newPage();
       try {
         const res = await page.goto(`${p.public_url}/projects/7/board`);
         expect(res?.status()).toBe(200);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext } from 'playwright-core';
-import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
+import { describe, expect, it } from 'vitest';
+import { browserSuiteTitle, HAVE_CHROMIUM, screenshot, useChromium } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 
 // The dashboard in a real browser: Debian's chromium driven by playwright-core.
@@ -12,19 +11,11 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('sign-up and API keys', (app) => {
     // One browser per database, with a fresh profile, closed before the app stops (an open
     // browser keeps idle connections to the server).
-    let context: BrowserContext;
-    let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
-    beforeAll(async () => {
-      browser = await openChromium();
-      context = browser.context;
-    });
-    afterAll(async () => {
-      await browser?.close();
-    });
+    const browser = useChromium();
 
     it('signs up, creates a key shown once, uses it on both surfaces, revokes it', async () => {
       const base = app().base;
-      const page = await context.newPage();
+      const page = await browser().newPage();
       try {
         const email = `browser-${randomBytes(5).toString('hex')}@example.com`;
         await page.goto(`${base}/users/sign_up`);

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext } from 'playwright-core';
-import { browserSuiteTitle, HAVE_CHROMIUM, openChromium, screenshot } from './browser.ts';
+import { describe, expect, it } from 'vitest';
+import { browserSuiteTitle, HAVE_CHROMIUM, screenshot, useChromium } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 import { inbox, receive } from './emails-helpers.ts';
 
@@ -10,15 +9,7 @@ const TITLE = browserSuiteTitle('mailbox pages in a browser');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('mailbox and email pages', (app) => {
-    let context: BrowserContext;
-    let browser: Awaited<ReturnType<typeof openChromium>> | undefined;
-    beforeAll(async () => {
-      browser = await openChromium();
-      context = browser.context;
-    });
-    afterAll(async () => {
-      await browser?.close();
-    });
+    const browser = useChromium();
 
     it('goes from the dashboard to an email, runs none of its markup, and marks it read', async () => {
       const base = app().base;
@@ -27,7 +18,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
       const subject = 'Hi <img src=x onerror=alert(1)>';
       await receive(app(), box, { subject, text: 'Line one\n<script>alert(2)</script>', html: '<script>alert(3)</script><b>bold</b>' });
 
-      const page = await context.newPage();
+      const page = await browser().newPage();
       const dialogs: string[] = [];
       page.on('dialog', (d) => {
         dialogs.push(d.message());
