@@ -6,7 +6,7 @@ import { GTUBE, inbox, receive, type Box } from './emails-helpers.ts';
 // Regression: the files API handed out a withheld email's files (message.eml, attachments) to API
 // keys, bypassing the withheld rule of the emails API.
 
-async function emailFiles(app: TestApp, user: TestUser, box: Box, emailId: string) {
+async function emailFiles(app: TestApp, box: Box, emailId: string) {
   const rows = await app.started.deps.db.selectFrom('files').select(['id', 'path']).where('mailbox_id', '=', box.id).where('path', 'like', `%/${emailId}/%`).execute();
   return rows;
 }
@@ -34,7 +34,7 @@ describeEachDatabase('withheld emails through the files API', (app) => {
     expect(paths.some((p) => p.includes(fine))).toBe(true);
     expect(paths.some((p) => p.includes(junk))).toBe(false);
 
-    const files = await emailFiles(app(), user, box, junk);
+    const files = await emailFiles(app(), box, junk);
     expect(files).toHaveLength(3);
     for (const f of files) {
       expectRefused(await app().request('GET', `/v1/mailboxes/${box.id}/files/${f.id}`, { key: user.key }), 403, 'EMAIL_WITHHELD');
@@ -45,7 +45,7 @@ describeEachDatabase('withheld emails through the files API', (app) => {
     const copy = await app().request('POST', `/v1/mailboxes/${box.id}/files/${files[0]!.id}/copy`, { key: user.key, body: { path: 'loot/copy.eml' } });
     expectRefused(copy, 403, 'EMAIL_WITHHELD');
 
-    const ok = (await emailFiles(app(), user, box, fine)).find((f) => f.path.endsWith('message.eml'))!;
+    const ok = (await emailFiles(app(), box, fine)).find((f) => f.path.endsWith('message.eml'))!;
     expect((await app().request('GET', `/v1/mailboxes/${box.id}/files/${ok.id}/download`, { key: user.key })).status).toBe(200);
   });
 }, {});
@@ -56,7 +56,7 @@ describeEachDatabase('files of emails still being labeled', (app) => {
     const box = await inbox(app(), user);
     const id = await receive(app(), box, { subject: 'soon' });
     expect((await listedPaths(app(), user, box)).some((p) => p.includes(id))).toBe(false);
-    const eml = (await emailFiles(app(), user, box, id)).find((f) => f.path.endsWith('message.eml'))!;
+    const eml = (await emailFiles(app(), box, id)).find((f) => f.path.endsWith('message.eml'))!;
     const res = await app().request('GET', `/v1/mailboxes/${box.id}/files/${eml.id}/download`, { key: user.key });
     expectRefused(res, 503, 'EMAIL_LABELING_PENDING');
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES, startTestApp, type TestApp } from './harness.ts';
 import { mailboxWithAddress } from './smtp-helpers.ts';
-import { drain, listEmails, readEmail, send, sent, zone } from './outbound-helpers.ts';
+import { drain, listEmails, readEmail, sent, zone } from './outbound-helpers.ts';
 
 // Sending from a mailbox (POST /v1/mailboxes/{id}/emails) between mailboxes of this service:
 // stored under _email/ as `sent`, delivered through the inbound pipeline, replies thread.

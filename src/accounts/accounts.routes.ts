@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../context.ts';
-import { accountIdField, ignoredBody, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
 import { checkReason } from '../activity/activity.service.ts';
 import { reachableAccounts, selectAccount, toAccess } from '../auth/access.ts';
 import { createClientAccount, MAX_ACCOUNT_NAME, MAX_CLIENT_NAME } from './accounts.service.ts';

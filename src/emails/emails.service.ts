@@ -11,7 +11,7 @@ import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { MailboxChange } from '../files/mailbox-change.ts';
 import { downloadLink, type DownloadLink } from '../files/blob.routes.ts';
 import { labelRetryAfterSeconds } from '../labels/labeler.ts';
-import { attachmentsOf, isJunk, labelingPending, viewerOf } from './emails.present.ts';
+import { attachmentsOf, labelingPending, viewerOf } from './emails.present.ts';
 
 const EMAIL_ID = /^eml_[A-Za-z0-9]{1,64}$/;
 

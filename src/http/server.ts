@@ -8,7 +8,7 @@ import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
 import { sendError, surfaceOf } from './render-error.ts';
 import { KeyRateLimiter } from './rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
-import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
+import { CLIENT_VERSION } from '../version.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';

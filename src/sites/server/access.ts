@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { createHmac, randomInt } from 'node:crypto';
 import type { AppDeps } from '../../context.ts';
 import { signToken, verifyToken } from '../../http/signed.ts';
