@@ -70,6 +70,8 @@ export class Worker {
   private recurringTimer: NodeJS.Timeout | undefined;
   private listener: pg.Client | undefined;
   private pumping = false;
+  /** Settles when the pump in progress (if any) is done: stop() waits for it, so a claim never runs on a closed database. */
+  private pumpDone: Promise<void> = Promise.resolve();
   private pumpAgain = false;
   private idleWaiters: (() => void)[] = [];
 
@@ -103,6 +105,7 @@ export class Worker {
     clearTimeout(this.timer);
     clearInterval(this.recurringTimer);
     await this.listener?.end().catch(() => undefined);
+    await this.pumpDone;
     while (this.running > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
   }
 
@@ -142,6 +145,8 @@ export class Worker {
       return;
     }
     this.pumping = true;
+    let settle!: () => void;
+    this.pumpDone = new Promise<void>((r) => (settle = r));
     try {
       do {
         this.pumpAgain = false;
@@ -177,6 +182,7 @@ export class Worker {
       this.opts.log.error({ err }, 'claiming jobs failed');
     } finally {
       this.pumping = false;
+      settle();
       if (!this.stopped) this.schedule(this.opts.pollMs ?? (this.opts.dialect === 'sqlite' ? 250 : 2000));
     }
   }
