@@ -82,6 +82,14 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
   CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
+  // Compatibility (docs/compat.md): an upload session with no activity for this many seconds
+  // releases its write lock and expires; extra brand words for OAuth scopes, token fields and headers.
+  CUBBY_UPLOAD_SESSION_IDLE_S: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of seconds').transform(Number).default(900),
+  CUBBY_COMPAT_BRANDS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[a-z][a-z0-9]{1,30}$/, 'must be comma-separated words of letters and digits')).max(10)),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -134,6 +142,8 @@ export interface Config {
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
+  readonly uploadSessionIdleSeconds: number;
+  readonly compatBrands: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -181,6 +191,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     blobs: blobConfigFromEnv(e, dataDir),
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
+    uploadSessionIdleSeconds: e.CUBBY_UPLOAD_SESSION_IDLE_S,
+    compatBrands: Object.freeze([...new Set(e.CUBBY_COMPAT_BRANDS)].filter((b) => b !== 'cubby' && b !== 'service')),
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,
