@@ -1,4 +1,5 @@
-import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { SMTPServer, SMTPServerSession } from 'smtp-server';
+import { GreetingSmtpServer } from './greeting.ts';
 import { once } from 'node:events';
 import { isIPv6 } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -41,7 +42,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
   const perIp = new Map<string, number>();
   const counted = new Set<string>();
 
-  const server = new SMTPServer({
+  const server = new GreetingSmtpServer({
     name: opts.hostname,
     banner: 'Cubby ESMTP',
     size: SERVER_MAX_MESSAGE_BYTES,
@@ -113,7 +114,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         .receive({ body: stream, recipients: tx.recipients, mailFrom, clientIp: session.remoteAddress ?? null, helo: session.hostNameAppearsAs ?? null })
         .then((ids) => finish(null, ids), (err) => finish(err));
     },
-  });
+  }, deps.config.smtpGreetingDelayMs);
   server.on('error', (err) => opts.log.warn({ err: { message: err.message, code: (err as NodeJS.ErrnoException).code } }, 'smtp connection error'));
   return server;
 }
