@@ -11,6 +11,7 @@ import { appendText, loadFile, restoreVersion, saveFile } from './files.service.
 import { listFiles, listVersions } from './files.list.ts';
 import { presentFiles, presentOneFile, presentVersions } from './files.present.ts';
 import { offsetQuery } from '../http/offset.ts';
+import { errorsA, FileVersion, FileWriteA, MailboxFile, Pagination } from '../http/responses.ts';
 import { findFileByPath } from './files.repo.ts';
 import { cleanPath } from './paths.ts';
 import { attachmentDisposition } from '../blobs/content-disposition.ts';
@@ -68,6 +69,7 @@ export function registerBucketFileRoutesA(app: App) {
         summary: 'Append UTF-8 text to an existing file (a new version); missing file: MAILBOX_FILE_NOT_FOUND',
         params: idParams,
         body: writeBody({ path: z.string().max(2048), content: z.string(), newline_before: z.boolean().optional(), expected_mailbox_version: expectedVersion }),
+        response: { 200: FileWriteA.extend({ data: z.looseObject({ file: MailboxFile, version: FileVersion, path: z.string(), appended: z.boolean(), appended_bytes: z.number(), newline_inserted: z.boolean() }) }), ...errorsA },
       },
     },
     async (req) => {
@@ -78,14 +80,22 @@ export function registerBucketFileRoutesA(app: App) {
     },
   );
 
-  app.get('/buckets/:id/files/:file_id', { schema: { tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery } }, async (req) => {
+  app.get('/buckets/:id/files/:file_id', { schema: { tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery, response: { 200: z.looseObject({ data: z.looseObject({ file: MailboxFile }) }), ...errorsA } } }, async (req) => {
     const { file } = await loadFile(req.ctx, req.query.account_id, req.params.id, req.params.file_id);
     return { data: { file: await presentOneFile(req.ctx.db, file) } };
   });
 
   app.get(
     '/buckets/:id/files/:file_id/versions',
-    { schema: { tags, summary: 'Versions of a file, newest first', params: fileParams, querystring: z.object({ ...pageQuery, account_id: accountIdField }) } },
+    {
+      schema: {
+        tags,
+        summary: 'Versions of a file, newest first',
+        params: fileParams,
+        querystring: z.object({ ...pageQuery, account_id: accountIdField }),
+        response: { 200: z.looseObject({ data: z.looseObject({ versions: z.array(FileVersion), pagination: Pagination }) }), ...errorsA },
+      },
+    },
     async (req) => {
       const { file } = await loadFile(req.ctx, req.query.account_id, req.params.id, req.params.file_id);
       const page = await listVersions(req.ctx, { fileId: file.id, mailboxId: file.mailbox_id, limit: req.query.limit, cursor: req.query.cursor });
@@ -95,7 +105,15 @@ export function registerBucketFileRoutesA(app: App) {
 
   app.post(
     '/buckets/:id/files/:file_id/versions/:version_id/restore',
-    { schema: { tags, summary: 'Restore an earlier version as a new version', params: fileParams.extend({ version_id: z.string().min(1).max(100) }), body: writeBody({ expected_mailbox_version: expectedVersion }).nullish() } },
+    {
+      schema: {
+        tags,
+        summary: 'Restore an earlier version as a new version',
+        params: fileParams.extend({ version_id: z.string().min(1).max(100) }),
+        body: writeBody({ expected_mailbox_version: expectedVersion }).nullish(),
+        response: { 200: FileWriteA, ...errorsA },
+      },
+    },
     async (req) => {
       const r = await restoreVersion(req.ctx, { accountId: selector(req), mailboxId: req.params.id, fileId: req.params.file_id, versionId: req.params.version_id, expectedMailboxVersion: req.body?.expected_mailbox_version, reason: reasonOf(req) });
       return { data: await presentWrite(req.ctx, r) };

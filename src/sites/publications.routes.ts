@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { errorsA, Pagination, Publication, PublicationA } from '../http/responses.ts';
 import { invalidArgument } from '../errors.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { mailboxPermissions } from '../auth/access.ts';
@@ -51,6 +52,7 @@ export function registerPublicationRoutesA(app: App) {
           summary: kind === 'main' ? 'Publish the bucket as a website (202; poll the publication until ready or failed)' : 'Publish a public 24-hour preview at preview-<slug> (202)',
           params: idParams,
           body: publishBody,
+          response: { 202: PublicationA, ...errorsA },
         },
       },
       async (req, reply) => {
@@ -60,7 +62,7 @@ export function registerPublicationRoutesA(app: App) {
     );
     app.delete(
       path,
-      { schema: { tags, summary: kind === 'main' ? 'Unpublish the website (202: unpublishing, then unpublished)' : 'Take the preview down (202)', params: idParams, querystring: z.object({ account_id: accountIdField, reason: reasonField }), body: actionBody } },
+      { schema: { tags, summary: kind === 'main' ? 'Unpublish the website (202: unpublishing, then unpublished)' : 'Take the preview down (202)', params: idParams, querystring: z.object({ account_id: accountIdField, reason: reasonField }), body: actionBody, response: { 202: PublicationA, ...errorsA } } },
       async (req, reply) => {
         const p = await requestUnpublish(req.ctx, req.params.id, selector(req), kind, reasonOf(req));
         return reply.code(202).send({ data: { publication: presentPublication(req.ctx, p, { owner: true }) } });
@@ -68,7 +70,7 @@ export function registerPublicationRoutesA(app: App) {
     );
   }
 
-  app.post('/buckets/:id/publication/retry', { schema: { tags, summary: 'Requeue a failed build with the saved request (202)', params: idParams, body: actionBody } }, async (req, reply) => {
+  app.post('/buckets/:id/publication/retry', { schema: { tags, summary: 'Requeue a failed build with the saved request (202)', params: idParams, body: actionBody, response: { 202: PublicationA, ...errorsA } } }, async (req, reply) => {
     const p = await retryPublish(req.ctx, req.params.id, selector(req), reasonOf(req));
     return reply.code(202).send({ data: { publication: presentPublication(req.ctx, p, { owner: true }) } });
   });
@@ -112,6 +114,7 @@ export function registerPublicationRoutesA(app: App) {
           ...pageQuery,
           account_id: accountIdField,
         }),
+        response: { 200: z.looseObject({ data: z.looseObject({ publications: z.array(Publication), pagination: Pagination }) }), ...errorsA },
       },
     },
     async (req) => {
@@ -122,7 +125,7 @@ export function registerPublicationRoutesA(app: App) {
     },
   );
 
-  app.get('/publications/:id', { schema: { tags, summary: 'Read a publication: publish_state, publish_error, and for the owner the password or share text once ready', params: z.object({ id: z.string().min(1).max(100).describe('pub_… id') }), querystring: readQuery } }, async (req) => {
+  app.get('/publications/:id', { schema: { tags, summary: 'Read a publication: publish_state, publish_error, and for the owner the password or share text once ready', params: z.object({ id: z.string().min(1).max(100).describe('pub_… id') }), querystring: readQuery, response: { 200: PublicationA, ...errorsA } } }, async (req) => {
     const { publication, perms } = await loadPublication(req.ctx, req.query.account_id, req.params.id);
     return { data: { publication: presentPublication(req.ctx, publication, { owner: perms.write }) } };
   });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { writeBody } from '../http/schemas.ts';
+import { errorsA, UploadSessionA } from '../http/responses.ts';
 import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
 import { createUploadSession, MAX_FILES_PER_CALL, MAX_SESSION_FILES, requestUploads } from './upload-sessions.service.ts';
 import { finalizeBatch, finalizeSession, MAX_BATCH } from './upload-sessions.finalize.ts';
@@ -58,11 +59,13 @@ function register(app: App, surface: Surface) {
   const one = surface === 'R' ? `${base}/:session_id` : `${base}/:session`;
   const params = surface === 'R' ? rParams : aParams;
   const sessionParams = surface === 'R' ? rSession : aSession;
+  // Surface A declares its reply (the session under every name clients read) and errors.
+  const response = surface === 'A' ? { response: { 200: UploadSessionA, 201: UploadSessionA, 202: UploadSessionA, ...errorsA } } : {};
   const ids = (p: any) => ({ mailboxId: (surface === 'R' ? p.mailbox_id : p.id) as string, sessionId: (surface === 'R' ? p.session_id : p.session) as string });
 
   app.post(
     base,
-    { schema: { tags, summary: 'Start a batch upload; locks the mailbox for other writes (201; 200 for a pending session with the same client_session_key)', params, body: writeBody(createFields).nullish() } },
+    { schema: { tags, summary: 'Start a batch upload; locks the mailbox for other writes (201; 200 for a pending session with the same client_session_key)', params, body: writeBody(createFields).nullish(), ...response } },
     async (req, reply) => {
       const b = req.body ?? {};
       const r = await createUploadSession(req.ctx, {
@@ -80,7 +83,7 @@ function register(app: App, surface: Surface) {
 
   app.post(
     `${one}/uploads`,
-    { schema: { tags, summary: 'Declare up to 100 files: an upload URL and headers for each, or a skip for identical content', params: sessionParams, body: uploadsBody } },
+    { schema: { tags, summary: 'Declare up to 100 files: an upload URL and headers for each, or a skip for identical content', params: sessionParams, body: uploadsBody, ...response } },
     async (req, reply) => {
       reasonOf(req);
       const files = req.body.files.map((f) => ({ ...f, name: f.name ?? f.filename }));
@@ -91,7 +94,7 @@ function register(app: App, surface: Surface) {
 
   app.post(
     `${one}/finalize_batch`,
-    { schema: { tags, summary: 'Save a bounded batch of uploaded files (default 12); never deletes. Missing bytes: DIRECT_UPLOAD_NOT_FOUND with details.path', params: sessionParams, body: batchBody } },
+    { schema: { tags, summary: 'Save a bounded batch of uploaded files (default 12); never deletes. Missing bytes: DIRECT_UPLOAD_NOT_FOUND with details.path', params: sessionParams, body: batchBody, ...response } },
     async (req, reply) => {
       const r = await finalizeBatch(req.ctx, { accountId: selector(req), ...ids(req.params), limit: req.body?.limit, reason: reasonOf(req) });
       return send(req, reply, surface, 200, r);
@@ -100,7 +103,7 @@ function register(app: App, surface: Surface) {
 
   app.post(
     `${one}/finalize`,
-    { schema: { tags, summary: 'Finish (complete=true: one mailbox version; 202 finalize_pending with Retry-After while work remains) or cancel (complete=false)', params: sessionParams, body: finalizeBody } },
+    { schema: { tags, summary: 'Finish (complete=true: one mailbox version; 202 finalize_pending with Retry-After while work remains) or cancel (complete=false)', params: sessionParams, body: finalizeBody, ...response } },
     async (req, reply) => {
       const r = await finalizeSession(req.ctx, { accountId: selector(req), ...ids(req.params), complete: req.body?.complete, reason: reasonOf(req) });
       return send(req, reply, surface, 200, r);
