@@ -64,6 +64,28 @@ for (const kind of DATABASES) {
       expect(mcp.status).toBe(200);
     });
 
+    it('authorization code with PKCE and scope revdoku:mcp', async () => {
+      const user = await app.user();
+      const redirect = 'http://127.0.0.1:9/callback';
+      const client = await oauth.processDynamicClientRegistrationResponse(
+        await oauth.dynamicClientRegistrationRequest(as, { client_name: 'Remote MCP', redirect_uris: [redirect], grant_types: ['authorization_code'], token_endpoint_auth_method: 'none' } as any, insecure),
+      );
+      const verifier = oauth.generateRandomCodeVerifier();
+      const state = oauth.generateRandomState();
+      const url = new URL(as.authorization_endpoint!);
+      url.search = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: redirect, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', scope: 'revdoku:mcp', state, resource: mcpUrl(app) }).toString();
+      const web = await signedIn(app, user);
+      const first = await web.get(url.pathname + url.search);
+      expect(first.status).toBe(303);
+      const consent = await web.get(first.location!);
+      expect(consent.status).toBe(200);
+      const back = await decide(web, consent, '/oauth/authorize', { decision: 'approve', account_id: user.accountId, scope: 'mailbox_write', mailbox_access: 'all' });
+      const params = oauth.validateAuthResponse(as, client as oauth.Client, new URL(back.location!), state);
+      const tokens = await oauth.processAuthorizationCodeResponse(as, client as oauth.Client, await oauth.authorizationCodeGrantRequest(as, client as oauth.Client, oauth.None(), params, redirect, verifier, { additionalParameters: { resource: mcpUrl(app) }, ...insecure }));
+      expect(tokens.scope!.split(' ')).toEqual(expect.arrayContaining(['cubby:mcp', 'revdoku:mcp']));
+      expect((await app.request('GET', '/api/v1/status', { key: tokens.access_token })).status).toBe(200);
+    });
+
     it('an unknown brand scope is still invalid_scope', async () => {
       const client = await deviceClient(as);
       const res = await oauth.deviceAuthorizationRequest(as, client, oauth.None(), { scope: 'other:mcp' }, insecure);
