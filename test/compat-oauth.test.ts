@@ -1,6 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES, startTestApp, type TestApp } from './harness.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 import { decide, deviceClient, discover, insecure, mcpUrl, oauthError, signedIn, startClockApp, testClock, type Clock } from './agent-helpers.ts';
 
 // A compatibility brand (CUBBY_COMPAT_BRANDS=revdoku): a CLI of the original service logs in
@@ -110,5 +111,30 @@ describe('compat: without CUBBY_COMPAT_BRANDS', () => {
     const status = await app.request('GET', '/api/v1/status', { key: u.key, headers: { 'x-revdoku-agent': 'x' } });
     expect(status.body.data.connection.agent?.agent ?? null).toBeNull();
     expect(status.headers.get('x-revdoku-client-version')).toBeNull();
+  });
+});
+
+describe('compat: settings', () => {
+  const problems = (env: Record<string, string>) => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      return (err as ConfigError).problems.join('\n');
+    }
+    return '';
+  };
+
+  it('defaults: a 900 s idle time, no brands; brands are lower-cased words, deduplicated, without cubby', () => {
+    const c = loadConfig({});
+    expect(c.uploadSessionIdleSeconds).toBe(900);
+    expect(c.compatBrands).toEqual([]);
+    expect(loadConfig({ CUBBY_COMPAT_BRANDS: ' Revdoku, acme2 ,revdoku,cubby', CUBBY_UPLOAD_SESSION_IDLE_S: '60' })).toMatchObject({ compatBrands: ['revdoku', 'acme2'], uploadSessionIdleSeconds: 60 });
+  });
+
+  it('bad values stop start-up, naming the variable', () => {
+    expect(problems({ CUBBY_UPLOAD_SESSION_IDLE_S: '0' })).toContain('CUBBY_UPLOAD_SESSION_IDLE_S');
+    expect(problems({ CUBBY_UPLOAD_SESSION_IDLE_S: '15m' })).toContain('CUBBY_UPLOAD_SESSION_IDLE_S');
+    expect(problems({ CUBBY_COMPAT_BRANDS: 'rev doku' })).toContain('CUBBY_COMPAT_BRANDS');
+    expect(problems({ CUBBY_COMPAT_BRANDS: 'x-y' })).toContain('CUBBY_COMPAT_BRANDS');
   });
 });
