@@ -144,15 +144,13 @@ export function createApp(config: Config, options: AppOptions = {}): App {
     },
     async stop(opts = {}) {
       const graceMs = opts.graceMs ?? config.shutdownGraceMs;
-      // Listeners close first and together; what is in progress gets the grace period. Live
-      // sockets are told to reconnect elsewhere at once (they would never finish by themselves).
+      // The listeners close first, at once (Fastify's own close below would first run its
+      // plugins' hooks); what is in progress gets the grace period. Live sockets are told to
+      // reconnect elsewhere right away (they would never finish by themselves).
+      if (http?.server.listening) http.server.close();
+      const closing = [smtp ? closeSmtpServer(smtp, graceMs) : undefined, sites?.close()];
       await events?.stop();
-      await Promise.all([
-        smtp ? closeSmtpServer(smtp, graceMs) : undefined,
-        sites?.close(),
-        http ? closeHttp(http, graceMs) : undefined,
-        worker?.stop({ graceMs }),
-      ]);
+      await Promise.all([...closing, http ? closeHttp(http, graceMs) : undefined, worker?.stop({ graceMs })]);
       await database?.close();
       logger?.info({}, 'stopped');
     },
