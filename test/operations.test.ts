@@ -68,7 +68,7 @@ for (const kind of DATABASES) {
 
     it('logs one line per SMTP transaction (envelope, size, ids, SPF/DKIM/DMARC, reply) and one per job run and webhook attempt', async () => {
       const box = await mailboxWithAddress(app, user);
-      hooks.secret = (await setWebhook(app, user.key, box.id, hooks.url())).secret ?? null;
+      hooks.secret = (await setWebhook(app, user.key, box.id, hooks.url())).signing_secret;
       const sent = await sendMail(app, { from: 'alice@example.org', to: box.address, subject: 'Logged' });
       expect(sent.emailIds).toHaveLength(1);
       const line = await logs.next((l) => l.smtp?.email_ids?.includes(sent.emailIds[0]));
