@@ -27,6 +27,13 @@ function adviceFor(status: number): string {
   return ADVICE[status] ?? (status >= 500 ? ADVICE[500]! : 'Change the request as the message says and send it again.');
 }
 
+/** Codes with an SMTP reply reach senders of mail first; the API shows the same code elsewhere. */
+function smtpAdvice(code: number): string {
+  return code >= 500
+    ? 'A sending server gets this reply and returns the message to its sender: check the address or ask the mailbox owner. In the API, the message names what to change.'
+    : 'A temporary refusal: the sending server keeps the message and tries again later, so nothing is lost. In the API, retry later.';
+}
+
 export function errorDocsPage(): Html {
   const codes = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).sort();
   const entries = codes.map((code) => {
@@ -37,7 +44,7 @@ export function errorDocsPage(): Html {
 <dt>HTTP status</dt><dd>${e.status}</dd>
 ${e.smtp ? html`<dt>SMTP reply</dt><dd>${e.smtp.code} ${e.smtp.enhanced}</dd>` : ''}
 <dt>Meaning</dt><dd>${e.message}</dd>
-<dt>What to do</dt><dd>${adviceFor(e.status)}</dd>
+<dt>What to do</dt><dd>${e.smtp ? smtpAdvice(e.smtp.code) : adviceFor(e.status)}</dd>
 </dl>
 </section>`;
   });
