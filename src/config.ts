@@ -74,6 +74,13 @@ const envSchema = withBlobEnvChecks(z.object({
   // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // json: one JSON object per line (for collectors); pretty: coloured, human-readable (a terminal).
+  CUBBY_LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).default('json'),
+  // GET /metrics: with a token, any client presenting it (Authorization: Bearer …); without one,
+  // only direct loopback clients (see docs/operations.md).
+  CUBBY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // SIGTERM: seconds to finish SMTP DATA, HTTP requests and jobs in progress before exiting.
+  CUBBY_SHUTDOWN_GRACE_S: z.string().regex(/^\d{1,4}$/, 'must be a whole number of seconds').transform(Number).default(25),
   // Webhooks: private destinations only for tests and local development; extra trusted CA (PEM file).
   CUBBY_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   CUBBY_WEBHOOK_CA_FILE: z.string().min(1).optional(),
@@ -133,6 +140,9 @@ export interface Config {
   readonly secretKey: string | undefined;
   readonly roles: readonly Role[];
   readonly logLevel: string;
+  readonly logFormat: 'json' | 'pretty';
+  readonly metricsToken: string | undefined;
+  readonly shutdownGraceMs: number;
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
@@ -182,6 +192,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey: e.CUBBY_SECRET_KEY,
     roles: Object.freeze([...new Set(e.CUBBY_ROLES)]),
     logLevel: e.CUBBY_LOG_LEVEL,
+    logFormat: e.CUBBY_LOG_FORMAT,
+    metricsToken: e.CUBBY_METRICS_TOKEN,
+    shutdownGraceMs: e.CUBBY_SHUTDOWN_GRACE_S * 1000,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',

@@ -25,12 +25,19 @@ import { registerDomainRoutesA, registerDomainRoutesR } from '../domains/domains
 import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
 import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
 import { registerAgentAccess, registerAgentAuthRoutesA, registerAgentAuthRoutesR } from '../agent-auth/agent-access.ts';
+import { registerOpsRoutes } from '../ops/ops.routes.ts';
+import { registerErrorDocs } from '../ops/error-docs.routes.ts';
+import { logRequest } from './request-log.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
 declare module 'fastify' {
   interface FastifyRequest {
     ctx: RequestCtx;
+  }
+  interface FastifyRequest {
+    /** The catalogue code of the error this request was answered with (for its log line). */
+    errorCode: string | null;
   }
   interface FastifyContextConfig {
     /** false: the route needs no API key. */
@@ -50,14 +57,17 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     logController: new LogController({ disableRequestLogging: true }),
     // Client addresses (sign-in throttling) come from X-Forwarded-For only behind a configured proxy.
     trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
-    // Idle keep-alive connections (browsers) must not hold up a stop.
-    forceCloseConnections: true,
+    // Idle keep-alive connections (browsers) must not hold up a stop; requests in progress may
+    // finish within the shutdown grace (src/app.ts cuts what is left after it).
+    forceCloseConnections: 'idle',
     // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
     frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl()),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('ctx', null as unknown as RequestCtx);
+  app.decorateRequest('errorCode', null);
+  app.addHook('onResponse', async (req, reply) => logRequest(deps, req, reply));
 
   // Our own JSON parser: an empty body is "no body" (GET/DELETE with `{}` or nothing);
   // anything unparseable is MALFORMED_JSON in the surface's envelope.
@@ -154,6 +164,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/v1'));
   app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
 
+  registerOpsRoutes(app as any, deps);
+  registerErrorDocs(app as any);
   await registerBlobRoutes(app as any, deps);
   await registerCable(app as any, deps);
   await registerAgentAccess(app as any, deps);
