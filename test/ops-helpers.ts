@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -102,4 +103,39 @@ export function postgresUrlFor(database: string): string {
   const u = new URL(process.env.CUBBY_TEST_POSTGRES_URL!);
   u.pathname = `/${database}`;
   return u.toString();
+}
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** The one JSON object printed, if any. */
+  json: any;
+}
+
+/** `cubby …` as a child process with exactly `env` (plus PATH/HOME); never throws. */
+export function cubbyCli(env: Record<string, string>, args: string[]): Promise<CliRun> {
+  const bin = path.resolve(import.meta.dirname, '../bin/cubby.js');
+  const childEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', CUBBY_LOG_LEVEL: 'silent', ...env };
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { env: childEnv, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      let json: any;
+      try {
+        json = JSON.parse(stdout.trim().split('\n').pop() ?? '');
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    });
+  });
+}
+
+/** Every file and directory under `dir` with its size (to show that a refused command changed nothing). */
+export function treeOf(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return (fs.readdirSync(dir, { recursive: true }) as string[]).sort().map((rel) => {
+    const st = fs.statSync(path.join(dir, rel));
+    return st.isDirectory() ? `${rel}/` : `${rel} ${st.size} ${st.mtimeMs}`;
+  });
 }
