@@ -43,6 +43,8 @@ export interface BackupResult {
   migrations: number;
   created_at: string;
   secret: Manifest['secret']['source'];
+  /** What the operator must keep beside the backup themselves. */
+  note?: string;
 }
 
 /**
@@ -89,7 +91,16 @@ export async function backup(config: Config, outArg: string, now: Date): Promise
     await fsp.writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600, flush: true });
     await fsp.rename(tmp, path.join(out, MANIFEST_FILE));
     await syncDir(out);
-    return { backup: out, dialect: database.dialect, blobs: blobs.count, bytes: blobs.bytes, migrations: manifest.migrations.length, created_at: manifest.created_at, secret: secret.source };
+    return {
+      backup: out,
+      dialect: database.dialect,
+      blobs: blobs.count,
+      bytes: blobs.bytes,
+      migrations: manifest.migrations.length,
+      created_at: manifest.created_at,
+      secret: secret.source,
+      ...(secret.source === 'environment' ? { note: 'CUBBY_SECRET_KEY is not in the backup: keep it with the backup; the restore and the restored server need the same key' } : {}),
+    };
   } catch (err) {
     await snapshot?.close().catch(() => {});
     if (createdDir) await fsp.rm(out, { recursive: true, force: true });
