@@ -92,6 +92,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
   CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
+  // Crash leftovers (temp files of unfinished writes, blobs whose row was never committed) older than
+  // this are removed by the worker's sweeper. Longer than any upload or SMTP DATA may stall.
+  CUBBY_ORPHAN_SWEEP_AGE_S: z.string().regex(/^[1-9]\d{0,8}$/, 'must be a whole number of seconds (1 or more)').transform(Number).default(86_400),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -148,6 +151,8 @@ export interface Config {
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
+  /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
+  readonly orphanSweepAgeMs: number;
 }
 
 export class ConfigError extends Error {
@@ -199,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     blobs: blobConfigFromEnv(e, dataDir),
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
+    orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,
