@@ -95,6 +95,14 @@ const envSchema = withBlobEnvChecks(z.object({
   // Crash leftovers (temp files of unfinished writes, blobs whose row was never committed) older than
   // this are removed by the worker's sweeper. Longer than any upload or SMTP DATA may stall.
   CUBBY_ORPHAN_SWEEP_AGE_S: z.string().regex(/^[1-9]\d{0,8}$/, 'must be a whole number of seconds (1 or more)').transform(Number).default(86_400),
+  // Compatibility (docs/compat.md): an upload session with no activity for this many seconds
+  // releases its write lock and expires; extra brand words for OAuth scopes, token fields and headers.
+  CUBBY_UPLOAD_SESSION_IDLE_S: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of seconds').transform(Number).default(900),
+  CUBBY_COMPAT_BRANDS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[a-z][a-z0-9]{1,30}$/, 'must be comma-separated words of letters and digits')).max(10)),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -153,6 +161,8 @@ export interface Config {
   readonly webhookCaFile: string | undefined;
   /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
   readonly orphanSweepAgeMs: number;
+  readonly uploadSessionIdleSeconds: number;
+  readonly compatBrands: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -205,6 +215,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
     orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
+    uploadSessionIdleSeconds: e.CUBBY_UPLOAD_SESSION_IDLE_S,
+    compatBrands: Object.freeze([...new Set(e.CUBBY_COMPAT_BRANDS)].filter((b) => b !== 'cubby' && b !== 'service')),
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

@@ -5,10 +5,9 @@ import type { AppDeps, RequestCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
-import { sendError, surfaceOf } from './render-error.ts';
+import { clientVersionHeaders, sendError, surfaceOf } from './render-error.ts';
 import { KeyRateLimiter } from './rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
-import { CLIENT_VERSION } from '../version.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
@@ -61,7 +60,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     // finish within the shutdown grace (src/app.ts cuts what is left after it).
     forceCloseConnections: 'idle',
     // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
-    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl()),
+    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl(), deps.config.compatBrands),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -96,19 +95,16 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
-    if (surfaceOf(req.url) === 'A') {
-      reply.header('x-service-client-version', CLIENT_VERSION);
-      reply.header('x-cubby-client-version', CLIENT_VERSION);
-    }
+    if (surfaceOf(req.url) === 'A') clientVersionHeaders(reply, deps.config.compatBrands);
   });
 
   const docsBase = () => deps.publicUrl();
-  app.setErrorHandler((err, req, reply) => sendError(req, reply, err, docsBase()));
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err, docsBase(), deps.config.compatBrands));
   app.setNotFoundHandler((req, reply) => {
     if (surfaceOf(req.url) === 'web') {
       return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><h1>Not found</h1>');
     }
-    return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase());
+    return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase(), deps.config.compatBrands);
   });
 
   const limiter = new KeyRateLimiter(deps.now);
@@ -116,7 +112,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     if (req.routeOptions.config?.auth === false) return;
     const header = req.headers.authorization;
     const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-    const agent = readAgentHeaders(req.headers);
+    const agent = readAgentHeaders(req.headers, deps.config.compatBrands);
     const credential = await authenticateApiKey(deps.db, token, agent, deps.now());
     limiter.hit(credential.keyId, PLANS[credential.plan].api_rate_limit_requests_per_minute);
     req.ctx = { ...deps, credential, actor: { userId: credential.user.id, apiKeyId: credential.keyId, agent, requestId: req.id } };
