@@ -44,6 +44,8 @@ export interface AppOptions {
   mxPort?: number;
   /** Webhook DNS and retry policy, live-channel intervals and limits (tests). */
   events?: EventsOptions;
+  /** Tests: check every API reply against the OpenAPI document (src/http/contract-check.ts). */
+  checkResponses?: (violation: string) => void;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -88,7 +90,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await events.start();
       let httpPort: number | null = null;
       if (config.roles.includes('api')) {
-        http = await buildHttpServer(deps, logger);
+        http = await buildHttpServer(deps, logger, { checkResponses: options.checkResponses });
         await http.listen({ host: config.httpHost, port: config.httpPort });
         const addr = http.server.address();
         httpPort = typeof addr === 'object' && addr ? addr.port : config.httpPort;
