@@ -103,7 +103,7 @@ export interface ResponseOptions {
 
 type Surface = 'R' | 'A';
 
-function build(surface: Surface, success: Record<number, Success>, codes: ErrorCode[], opts: ResponseOptions) {
+function build(surface: Surface, success: Record<number, Success>, codes: readonly ErrorCode[], opts: ResponseOptions) {
   const out: Record<number, unknown> = {};
   for (const [status, s] of Object.entries(success)) {
     const description = opts.describe?.[Number(status)] ?? STATUS_TEXT[Number(status)] ?? 'Success';
@@ -141,9 +141,9 @@ function build(surface: Surface, success: Record<number, Success>, codes: ErrorC
 }
 
 /** Responses of a surface R (/v1) route. */
-export const responsesR = (success: Record<number, Success>, codes: ErrorCode[] = [], opts: ResponseOptions = {}) => build('R', success, codes, opts);
+export const responsesR = (success: Record<number, Success>, codes: readonly ErrorCode[] = [], opts: ResponseOptions = {}) => build('R', success, codes, opts);
 /** Responses of a surface A (/api/v1) route. */
-export const responsesA = (success: Record<number, Success>, codes: ErrorCode[] = [], opts: ResponseOptions = {}) => build('A', success, codes, opts);
+export const responsesA = (success: Record<number, Success>, codes: readonly ErrorCode[] = [], opts: ResponseOptions = {}) => build('A', success, codes, opts);
 
 /** A non-JSON success (file bytes, redirects), documented by description and content type. */
 export function binary(description: string, contentType = 'application/octet-stream'): Success {

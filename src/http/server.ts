@@ -88,7 +88,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
     openapi: {
       openapi: '3.1.0',
       info: OPENAPI_INFO,
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      // Filled in per document with absolute URLs (src/http/openapi.ts).
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' }, oauth: { type: 'oauth2', flows: {} } } },
       security: [{ bearer: [] }, { oauth: [] }],
     },
     transform: jsonSchemaTransform,
