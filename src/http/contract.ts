@@ -146,7 +146,7 @@ export const responsesR = (success: Record<number, Success>, codes: readonly Err
 export const responsesA = (success: Record<number, Success>, codes: readonly ErrorCode[] = [], opts: ResponseOptions = {}) => build('A', success, codes, opts);
 
 /** A non-JSON success (file bytes, redirects), documented by description and content type. */
-export function binary(description: string, contentType = 'application/octet-stream'): Success {
+export function binary(description: string, contentType = '*/*'): Success {
   return { description, content: { [contentType]: { schema: z.string().meta({ format: 'binary' }) } } };
 }
 /** A reply without a body (`type: 'null'` keeps the content out of the document). */
