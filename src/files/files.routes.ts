@@ -5,7 +5,7 @@ import type { ErrorCode } from '../errors.ts';
 import { AppendResult, DirectUpload, DirectUploadSkipped, DownloadLink, FileDeleted, FileList, FileOne, FileWrite, VersionList } from './files.responses.ts';
 
 // Error codes of the file routes (both surfaces).
-export const READ_FILE_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_FILE_NOT_FOUND', 'EMAIL_WITHHELD'];
+export const READ_FILE_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_FILE_NOT_FOUND', 'EMAIL_WITHHELD', 'EMAIL_LABELING_PENDING'];
 export const WRITE_FILE_CODES: ErrorCode[] = [
   ...READ_FILE_CODES, 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'MAILBOX_VERSION_CONFLICT', 'EMAIL_PATH_READ_ONLY', 'FILE_TYPE_FORBIDDEN', 'FILE_PATH_TAKEN',
   'FILE_TOO_LARGE', 'FILE_LIMIT_REACHED', 'STORAGE_LIMIT_REACHED', 'FILE_VERSION_LIMIT_REACHED', 'DIRECT_UPLOAD_NOT_FOUND', 'DIRECT_UPLOAD_INVALID', 'UPLOAD_CHECKSUM_MISMATCH',
