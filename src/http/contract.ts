@@ -58,9 +58,9 @@ export const okA = <T extends z.ZodType>(data: T) => z.object({ data });
 const AUTH_CODES: ErrorCode[] = ['UNAUTHENTICATED', 'API_KEY_EXPIRED', 'API_KEY_REVOKED', 'RATE_LIMITED'];
 const COMMON_CODES: ErrorCode[] = ['INVALID_ARGUMENT', 'INTERNAL'];
 /** Every account-scoped read: the account selector and the reason check. */
-export const READ_CODES: ErrorCode[] = ['ACCOUNT_ACCESS_DENIED', 'ACCOUNT_NOT_FOUND', 'REASON_CONTAINS_SECRET'];
+export const READ_CODES: ErrorCode[] = ['ACCOUNT_ACCESS_DENIED', 'ACCOUNT_NOT_FOUND', 'PERMISSION_DENIED', 'REASON_CONTAINS_SECRET'];
 /** Every change: reads' codes plus the account state and permission refusals. */
-export const WRITE_CODES: ErrorCode[] = [...READ_CODES, 'PERMISSION_DENIED', 'ACCOUNT_READ_ONLY', 'ACCOUNT_SUSPENDED'];
+export const WRITE_CODES: ErrorCode[] = [...READ_CODES, 'ACCOUNT_READ_ONLY', 'ACCOUNT_SUSPENDED'];
 const BODY_CODES: ErrorCode[] = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE'];
 
 const STATUS_TEXT: Record<number, string> = {
