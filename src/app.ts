@@ -53,6 +53,8 @@ export interface AppOptions {
   events?: EventsOptions;
   /** Where log lines go (default stdout): tests read them. */
   logDestination?: DestinationStream;
+  /** Tests: check every API reply against the OpenAPI document (src/http/contract-check.ts). */
+  checkResponses?: (violation: string) => void;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -105,7 +107,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await events.start();
       let httpPort: number | null = null;
       if (config.roles.includes('api')) {
-        http = await buildHttpServer(deps, logger);
+        http = await buildHttpServer(deps, logger, { checkResponses: options.checkResponses });
         await http.listen({ host: config.httpHost, port: config.httpPort });
         const addr = http.server.address();
         httpPort = typeof addr === 'object' && addr ? addr.port : config.httpPort;
