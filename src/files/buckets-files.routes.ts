@@ -1,7 +1,7 @@
 import { assertEmailFileReadable } from '../emails/withheld.ts';
 import { z } from 'zod';
 import { binary, okA, responsesA } from '../http/contract.ts';
-import { DirectUpload, DirectUploadSkipped, FileList, FileWrite } from './files.responses.ts';
+import { AppendResult, DirectUpload, DirectUploadSkipped, FileList, FileOne, FileWrite, VersionList } from './files.responses.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, pageQuery, writeBody } from '../http/schemas.ts';
@@ -68,6 +68,8 @@ export function registerBucketFileRoutesA(app: App) {
     '/buckets/:id/files/append_text',
     {
       schema: {
+        operationId: 'appendBucketText',
+        response: responsesA({ 200: okA(AppendResult) }, WRITE_FILE_CODES, { write: true }),
         tags,
         summary: 'Append UTF-8 text to an existing file (a new version); missing file: MAILBOX_FILE_NOT_FOUND',
         params: idParams,
@@ -82,14 +84,14 @@ export function registerBucketFileRoutesA(app: App) {
     },
   );
 
-  app.get('/buckets/:id/files/:file_id', { schema: { tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery } }, async (req) => {
+  app.get('/buckets/:id/files/:file_id', { schema: { operationId: 'getBucketFile', response: responsesA({ 200: okA(FileOne) }, READ_FILE_CODES), tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery } }, async (req) => {
     const { file } = await loadFile(req.ctx, req.query.account_id, req.params.id, req.params.file_id);
     return { data: { file: await presentOneFile(req.ctx.db, file) } };
   });
 
   app.get(
     '/buckets/:id/files/:file_id/versions',
-    { schema: { tags, summary: 'Versions of a file, newest first', params: fileParams, querystring: z.object({ ...pageQuery, account_id: accountIdField }) } },
+    { schema: { operationId: 'listBucketFileVersions', response: responsesA({ 200: okA(VersionList) }, READ_FILE_CODES), tags, summary: 'Versions of a file, newest first', params: fileParams, querystring: z.object({ ...pageQuery, account_id: accountIdField }) } },
     async (req) => {
       const { file } = await loadFile(req.ctx, req.query.account_id, req.params.id, req.params.file_id);
       const page = await listVersions(req.ctx, { fileId: file.id, mailboxId: file.mailbox_id, limit: req.query.limit, cursor: req.query.cursor });
@@ -99,7 +101,7 @@ export function registerBucketFileRoutesA(app: App) {
 
   app.post(
     '/buckets/:id/files/:file_id/versions/:version_id/restore',
-    { schema: { tags, summary: 'Restore an earlier version as a new version', params: fileParams.extend({ version_id: z.string().min(1).max(100) }), body: writeBody({ expected_mailbox_version: expectedVersion }).nullish() } },
+    { schema: { operationId: 'restoreBucketFileVersion', response: responsesA({ 200: okA(FileWrite) }, [...WRITE_FILE_CODES, 'FILE_VERSION_NOT_FOUND'], { write: true }), tags, summary: 'Restore an earlier version as a new version', params: fileParams.extend({ version_id: z.string().min(1).max(100) }), body: writeBody({ expected_mailbox_version: expectedVersion }).nullish() } },
     async (req) => {
       const r = await restoreVersion(req.ctx, { accountId: selector(req), mailboxId: req.params.id, fileId: req.params.file_id, versionId: req.params.version_id, expectedMailboxVersion: req.body?.expected_mailbox_version, reason: reasonOf(req) });
       return { data: await presentWrite(req.ctx, r) };

@@ -22,6 +22,11 @@ export const Pagination = named(
     limit: z.number().int(),
     has_more: z.boolean(),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+    // Offset paging (files and accounts lists; docs/compat.md): present when the list supports it.
+    offset: z.number().int().optional().describe('Offset paging: the offset of this page'),
+    count: z.number().int().optional().describe('Offset paging: items on this page'),
+    total: z.number().int().optional().describe('Offset paging: items in the whole list'),
+    next_offset: z.number().int().nullable().optional().describe('Offset paging: pass as `offset` for the next page; null on the last page'),
   }),
   'Keyset pagination of a list; cursors are opaque and bound to the filters they were made with.',
   { limit: 50, has_more: true, next_cursor: 'eyJiIjoi…' },

@@ -24,6 +24,7 @@ export const UploadSession = named(
     delete_missing: z.boolean(),
     expected_file_count: z.number().int().nullable(),
     client_session_key: z.string().nullable(),
+    idle_timeout_seconds: z.number().int().optional().describe('An idle session (no call for this long) releases its lock and expires'),
     created_at: Timestamp,
   }),
   'A batch upload session: it holds the mailbox write lock until finalized or cancelled.',
@@ -74,6 +75,12 @@ export const UploadSessionResultR = named(
 
 export const UploadSessionResultA = named(
   'BucketUploadSessionResult',
-  z.object({ id: z.string(), upload_session: UploadSession, mailbox_upload_session: UploadSession, ...sessionResult }),
+  z.object({
+    id: z.string(),
+    bucket_upload_session: UploadSession.extend({ bucket_id: z.string() }).describe('The session under the name bucket-era clients read (docs/compat.md)'),
+    upload_session: UploadSession,
+    mailbox_upload_session: UploadSession,
+    ...sessionResult,
+  }),
   "A session call's result (surface A): the session (also as upload_session) and this call's targets, saves and skips.",
 );
