@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../context.ts';
 import { registerUser, RegistrationError, MAX_ACCOUNT_NAME } from '../accounts/accounts.service.ts';
@@ -117,6 +118,7 @@ export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
     const now = deps.now();
     const attempt = await claimSignIn(deps.db, email, req.ip, now);
     if ('wait' in attempt) return tooManyAttempts(reply, attempt.wait, 'Too many failed sign-in attempts.');
+    if (attempt.delayMs) await setTimeout(attempt.delayMs);
     const user = await findUserByEmail(deps.db, email);
     // Unknown addresses cost the same time as wrong passwords.
     const ok = user ? await verifyPassword(user.password_hash, password) : (await dummyPasswordCheck(password), false);
