@@ -82,6 +82,8 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
   CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
+  // Who may open an account in the browser: anyone, the invited (and the first person on an empty instance), or nobody.
+  CUBBY_SIGNUP: z.enum(['open', 'invite', 'closed']).default('invite'),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -132,6 +134,8 @@ export interface Config {
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
+  /** CUBBY_SIGNUP: who may open an account in the browser (see docs/accounts.md). */
+  readonly signup: 'open' | 'invite' | 'closed';
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
 }
@@ -179,6 +183,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.CUBBY_LOG_LEVEL,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
+    signup: e.CUBBY_SIGNUP,
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
     outbound: {

@@ -1,0 +1,12 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../../context.ts';
+import { registerInvitationPages } from './invitations.pages.ts';
+import { registerMemberPages } from './members.pages.ts';
+import { registerOverviewPage } from './overview.pages.ts';
+
+/** The account pages: /account/*, invitation and confirmation links. */
+export function registerAccountPages(web: FastifyInstance, deps: AppDeps): void {
+  registerInvitationPages(web, deps);
+  registerMemberPages(web, deps);
+  registerOverviewPage(web, deps);
+}
