@@ -1,7 +1,7 @@
 // Tables of migration 0013: one-time tokens, recovery codes, invitations and collaborators'
 // per-mailbox access. Times are ISO strings; JSON is text.
 
-export type UserTokenPurpose = 'verify_email' | 'password_reset' | 'two_factor';
+export type UserTokenPurpose = 'verify_email' | 'password_reset' | 'two_factor' | 'totp_setup';
 
 export interface UserTokensTable {
   id: string;

@@ -101,6 +101,8 @@ export interface SessionsTable {
   created_at: string;
   expires_at: string;
   last_seen_at: string;
+  user_agent?: string | null;
+  ip?: string | null;
 }
 
 export interface SignInAttemptsTable {

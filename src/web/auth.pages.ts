@@ -6,6 +6,7 @@ import { openSignUpAllowed, sendVerification } from '../accounts/signup.service.
 import { acceptInvitation, findInvitation } from '../accounts/members.service.ts';
 import { insertUser, normalizeEmail } from '../users/users.service.ts';
 import { AppError } from '../errors.ts';
+import { startSecondFactor } from './account/two-factor.pages.ts';
 import { dummyPasswordCheck, findUserByEmail, isEmail, MIN_PASSWORD_LENGTH, verifyPassword } from '../users/users.service.ts';
 import { html, layout, messagePage, sendPage, type Html } from './html.ts';
 import { csrfInput, formField, input, type FieldErrors, type FormBody } from './forms.ts';
@@ -62,7 +63,7 @@ ${input('email', 'Email', {}, { type: 'email', value: email, required: true, aut
 ${input('password', 'Password', {}, { type: 'password', required: true, autocomplete: 'current-password', autofocus: !!email })}
 <div class="actions"><button type="submit">Sign in</button></div>
 </form>
-<p class="hint">New to Cubby? <a href="/users/sign_up">Create an account</a>.</p>
+<p class="hint"><a href="/users/password/new">Forgot your password?</a> · New to Cubby? <a href="/users/sign_up">Create an account</a>.</p>
 </div>`,
   });
 }
@@ -77,10 +78,10 @@ export function tooManyAttempts(reply: FastifyReply, seconds: number, what: stri
   );
 }
 
-async function signIn(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, userId: string, next: string): Promise<FastifyReply> {
+export async function signIn(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, userId: string, next: string): Promise<FastifyReply> {
   // A fresh token on every sign-in; whatever session the browser had before ends.
   await endSession(deps.db, sessionToken(req));
-  const { token, expiresAt } = await startSession(deps.db, userId, deps.now());
+  const { token, expiresAt } = await startSession(deps.db, userId, deps.now(), { userAgent: req.headers['user-agent'], ip: req.ip });
   setSessionCookie(reply, deps, token, expiresAt);
   return reply.redirect(next, 303);
 }
@@ -195,6 +196,7 @@ export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
     const ok = user ? await verifyPassword(user.password_hash, password) : (await dummyPasswordCheck(password), false);
     if (ok) await attemptSucceeded(deps.db, attempt.id);
     if (!user || !ok) return again(422, 'Incorrect email or password.');
+    if (user.two_factor_enabled) return startSecondFactor(reply, deps, user.id, next);
     return signIn(req, reply, deps, user.id, next);
   });
 

@@ -8,6 +8,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('users').addColumn('totp_secret', 'text').execute();
   await db.schema.alterTable('users').addColumn('totp_last_step', 'bigint').execute();
   await db.schema.alterTable('users').addColumn('password_changed_at', 'text').execute();
+  // Shown on the security page's list of active sessions.
+  await db.schema.alterTable('sessions').addColumn('user_agent', 'text').execute();
+  await db.schema.alterTable('sessions').addColumn('ip', 'text').execute();
   // People who existed before verification was asked for keep what they could do.
   await sql`UPDATE users SET email_verified_at = created_at`.execute(db);
 
