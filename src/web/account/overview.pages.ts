@@ -23,7 +23,7 @@ function usageRow(u: UsageLine, i: number) {
     u.limit === null || u.limit === 0
       ? html`<span class="muted">${u.limit === 0 ? 'not included in the plan' : 'unlimited'}</span>`
       : html`<meter id="${id}" min="0" max="${u.limit}" low="${Math.floor(u.limit * 0.8)}" high="${Math.floor(u.limit * 0.95)}" optimum="0" value="${Math.min(u.used, u.limit)}">${amount(u.used, u.bytes)} ${of}</meter>`;
-  return html`<tr><th scope="row"><label for="${id}">${u.label}</label></th><td>${amount(u.used, u.bytes)} <span class="muted">${of}</span></td><td>${meter}</td></tr>`;
+  return html`<tr><td>${u.limit === null || u.limit === 0 ? u.label : html`<label for="${id}">${u.label}</label>`}</td><td>${amount(u.used, u.bytes)} <span class="muted">${of}</span></td><td>${meter}</td></tr>`;
 }
 
 export function registerOverviewPage(web: FastifyInstance, deps: AppDeps): void {
