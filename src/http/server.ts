@@ -10,6 +10,7 @@ import { KeyRateLimiter } from './rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
 import { CLIENT_VERSION } from '../version.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
+import { registerActivityRoutesR } from '../activity/activity.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
@@ -116,6 +117,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     async (r) => {
       r.addHook('onRequest', authenticate);
       registerAccountRoutesR(r as any, deps);
+      registerActivityRoutesR(r as any);
       registerAgentAuthRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);

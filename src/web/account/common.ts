@@ -39,6 +39,7 @@ const TABS = [
   ['/account', 'Overview'],
   ['/account/members', 'Members'],
   ['/account/security', 'Security'],
+  ['/account/activity', 'Activity'],
 ] as const;
 
 /** The account pages' own tabs and, with several accounts, a switcher. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../context.ts';
 import { registerInvitationPages } from './invitations.pages.ts';
+import { registerActivityPages } from './activity.pages.ts';
 import { registerMemberPages } from './members.pages.ts';
 import { registerOverviewPage } from './overview.pages.ts';
 import { registerSecurityPages } from './security.pages.ts';
@@ -13,4 +14,5 @@ export function registerAccountPages(web: FastifyInstance, deps: AppDeps): void 
   registerOverviewPage(web, deps);
   registerSecurityPages(web, deps);
   registerTwoFactorPages(web, deps);
+  registerActivityPages(web, deps);
 }
