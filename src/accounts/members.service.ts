@@ -6,7 +6,7 @@ import { newId, sha256Hex, randomToken } from '../ids.ts';
 import { iso } from '../time.ts';
 import { recordActivity } from '../activity/activity.service.ts';
 import { revokeMemberConnections } from '../agent-auth/connections.service.ts';
-import { sendSystemMail } from '../outbound/system-mail.ts';
+import { sendSystemMail, systemFrom } from '../outbound/system-mail.ts';
 import { isEmail, normalizeEmail } from '../users/users.service.ts';
 import { PLANS } from './plans.ts';
 import { teamId } from './user-tokens.ts';
@@ -92,11 +92,15 @@ export interface InviteInput {
   mailboxIds?: string[];
 }
 
-/** Invites someone by email: a single-use link valid for 7 days, sent by the service's own mail. */
-export async function inviteMember(deps: AppDeps, actor: Actor & { userId: string }, input: InviteInput): Promise<{ id: string; link: string }> {
+/**
+ * Invites someone by email: a single-use link valid for 7 days, sent by the service's own mail.
+ * `actor.userId` null means an operator (`cubby admin invite`).
+ */
+export async function inviteMember(deps: AppDeps, actor: Actor, input: InviteInput): Promise<{ id: string; link: string }> {
   const now = deps.now();
-  const actorRole = await assertMemberAdmin(deps.db, input.accountId, actor.userId);
+  const actorRole = actor.userId ? await assertMemberAdmin(deps.db, input.accountId, actor.userId) : 'owner';
   if (input.role === 'owner' && actorRole !== 'owner') throw new AppError('MEMBER_OWNER_REQUIRED');
+  if (!actor.userId && !(await deps.db.selectFrom('accounts').select('id').where('id', '=', input.accountId).executeTakeFirst())) throw new AppError('ACCOUNT_NOT_FOUND');
   const email = normalizeEmail(input.email);
   if (!isEmail(email)) throw invalidArgument('email', 'is not a valid email address');
   const existing = await deps.db
@@ -109,7 +113,9 @@ export async function inviteMember(deps: AppDeps, actor: Actor & { userId: strin
   if (existing) throw new AppError('MEMBER_ALREADY_EXISTS', undefined, { email });
   const mailboxIds = input.role === 'collaborator' ? await checkMailboxes(deps.db, input.accountId, input.mailboxIds ?? []) : [];
   const account = await deps.db.selectFrom('accounts').select(['name']).where('id', '=', input.accountId).executeTakeFirstOrThrow();
-  const inviter = await deps.db.selectFrom('users').select(['name', 'email']).where('id', '=', actor.userId).executeTakeFirstOrThrow();
+  const inviter = actor.userId
+    ? await deps.db.selectFrom('users').select(['name', 'email']).where('id', '=', actor.userId).executeTakeFirstOrThrow()
+    : { name: 'The Cubby operator', email: systemFrom(deps).address };
   const token = randomToken(43);
   const id = teamId('inv');
   const link = `${deps.publicUrl()}/invitations/${token}`;
