@@ -194,9 +194,11 @@ export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
     const user = await findUserByEmail(deps.db, email);
     // Unknown addresses cost the same time as wrong passwords.
     const ok = user ? await verifyPassword(user.password_hash, password) : (await dummyPasswordCheck(password), false);
-    if (ok) await attemptSucceeded(deps.db, attempt.id);
     if (!user || !ok) return again(422, 'Incorrect email or password.');
-    if (user.two_factor_enabled) return startSecondFactor(reply, deps, user.id, next);
+    // With two-factor on, the attempt counts as failed until the code is right too: restarting
+    // sign-in cannot buy fresh guesses at the code.
+    if (user.two_factor_enabled) return startSecondFactor(reply, deps, user.id, next, attempt.id);
+    await attemptSucceeded(deps.db, attempt.id);
     return signIn(req, reply, deps, user.id, next);
   });
 

@@ -131,6 +131,11 @@ export async function claimSignIn(db: Kysely<DB>, email: string, ip: string, now
   return { wait: over };
 }
 
+/** Records a failed second-factor code as a failed sign-in of that email from that client. */
+export async function recordSignInFailure(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<void> {
+  await db.insertInto('sign_in_attempts').values({ id: randomUUID(), email: normalizeEmail(email), ip: clientKey(ip), succeeded: 0, created_at: iso(now) }).execute();
+}
+
 /** Marks a claimed sign-in (or sign-up) attempt as successful. */
 export async function attemptSucceeded(db: Kysely<DB>, attemptId: string): Promise<void> {
   await db.updateTable('sign_in_attempts').set({ succeeded: 1 }).where('id', '=', attemptId).execute();

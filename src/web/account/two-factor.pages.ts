@@ -5,7 +5,8 @@ import { findUserToken, issueUserToken, useUserToken } from '../../accounts/user
 import { html, layout, messagePage, sendPage } from '../html.ts';
 import { csrfInput, formField, input, type FormBody } from '../forms.ts';
 import { cookieBase, csrfToken, safeNext } from '../session.ts';
-import { signIn } from '../auth.pages.ts';
+import { signIn, tooManyAttempts } from '../auth.pages.ts';
+import { attemptSucceeded, recordSignInFailure, signInRetryAfter } from '../throttle.ts';
 import { ROUTE } from './common.ts';
 
 // The second step of signing in for people with two-factor on. The password step leaves a
@@ -19,12 +20,14 @@ const MAX_WRONG = 5;
 interface Pending {
   next: string;
   wrong: number;
+  /** The password step's sign_in_attempts row, marked successful once the code is right. */
+  attempt: string;
 }
 
 /** After a correct password: sends the browser to the second step. */
-export async function startSecondFactor(reply: FastifyReply, deps: AppDeps, userId: string, next: string): Promise<FastifyReply> {
+export async function startSecondFactor(reply: FastifyReply, deps: AppDeps, userId: string, next: string, attempt: string): Promise<FastifyReply> {
   const now = deps.now();
-  const token = await issueUserToken(deps.db, userId, 'two_factor', PENDING_TTL_MS, now, JSON.stringify({ next, wrong: 0 } satisfies Pending));
+  const token = await issueUserToken(deps.db, userId, 'two_factor', PENDING_TTL_MS, now, JSON.stringify({ next, wrong: 0, attempt } satisfies Pending));
   reply.setCookie(PENDING_COOKIE, token, { ...cookieBase(deps), expires: new Date(now.getTime() + PENDING_TTL_MS) });
   return reply.redirect('/users/two_factor', 303);
 }
@@ -63,8 +66,13 @@ export function registerTwoFactorPages(web: FastifyInstance, deps: AppDeps): voi
     const row = await pending(deps, req);
     if (!row) return expired(reply);
     const state = JSON.parse(row.data ?? '{}') as Pending;
+    const now = deps.now();
+    // Wrong codes count against the same (email, client) and client limits as wrong passwords.
+    const wait = await signInRetryAfter(deps.db, row.email, req.ip, now);
+    if (wait !== null) return tooManyAttempts(reply, wait, 'Too many failed sign-in attempts.');
     const result = await checkSecondFactor(deps, row.user_id, formField(req.body as FormBody, 'code', 40));
     if (result !== 'ok') {
+      await recordSignInFailure(deps.db, row.email, req.ip, now);
       const wrong = state.wrong + 1;
       if (wrong >= MAX_WRONG) {
         await useUserToken(deps.db, row.id, deps.now());
@@ -76,6 +84,7 @@ export function registerTwoFactorPages(web: FastifyInstance, deps: AppDeps): voi
       return sendPage(reply, 422, codePage(csrfToken(req, reply, deps), alert));
     }
     if (!(await useUserToken(deps.db, row.id, deps.now()))) return expired(reply);
+    await attemptSucceeded(deps.db, state.attempt);
     reply.clearCookie(PENDING_COOKIE, cookieBase(deps));
     return signIn(req, reply, deps, row.user_id, safeNext(state.next));
   });
