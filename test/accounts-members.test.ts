@@ -150,4 +150,38 @@ describeAccounts('members and invitations', (env) => {
     expect((await post(web, owner.accountId, '/account/members/remove', { user_id: member.userId })).status).toBe(303);
     expect((await app.request('GET', '/v1/status', { key: memberKey })).status).toBe(401);
   });
+
+  it('a collaborator invited for chosen mailboxes reaches only those, through keys and pages', async () => {
+    const { app, sink } = env();
+    const owner = await app.user();
+    const boxes = [];
+    for (const title of ['Shared', 'Private']) {
+      const r = await app.request('POST', '/v1/mailboxes', { key: owner.key, body: { mailbox: { title } } });
+      expect(r.status).toBe(201);
+      boxes.push(r.body.data.mailbox.id as string);
+    }
+    const web = await webSignIn(app, owner.email);
+    const email = `limited-${owner.userId.slice(-6).toLowerCase()}@example.com`;
+    const page = await web.get(`/account/members?account=${owner.accountId}`);
+    // Posted as the form sends it: role plus the ticked mailbox.
+    const sent = await web.request('POST', '/account/members/invite', { _csrf: page.text.match(/name="_csrf" value="([^"]+)"/)![1]!, account_id: owner.accountId, email, role: 'collaborator', mailbox_ids: boxes[0]! });
+    expect(sent.status).toBe(303);
+    const link = linkIn((await mailTo(sink, email, /invited you/)).text, app, '/invitations/');
+    const token = link.split('/').pop()!;
+    const person = new WebClient(app.base);
+    expect((await person.submit(`/users/sign_up?invitation=${token}`, '/users/sign_up', { invitation: token, email, name: 'Limited', password: 'a long test password' })).status).toBe(303);
+    expect((await person.get(`/account/members?account=${owner.accountId}`)).text).toContain('Shared');
+
+    const db = app.started.deps.db;
+    const user = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirstOrThrow();
+    const key = await app.key({ userId: user.id, accountId: owner.accountId, email, key: '' });
+    const list = await app.request('GET', '/v1/mailboxes', { key });
+    expect(list.body.data.mailboxes.map((b: any) => b.id)).toEqual([boxes[0]]);
+    expect((await app.request('GET', `/v1/mailboxes/${boxes[0]}`, { key })).status).toBe(200);
+    expect((await app.request('GET', `/v1/mailboxes/${boxes[1]}`, { key })).status).toBe(404);
+    const create = await app.request('POST', '/v1/mailboxes', { key, body: { mailbox: { title: 'Mine' } } });
+    expect(create.body.error.code).toBe('MAILBOX_CREATION_NOT_ALLOWED');
+    expect((await person.get(`/mailboxes/${boxes[1]}`)).status).toBe(404);
+    expect((await person.get(`/mailboxes/${boxes[0]}`)).status).toBe(200);
+  });
 });
