@@ -103,6 +103,8 @@ const envSchema = withBlobEnvChecks(z.object({
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[a-z][a-z0-9]{1,30}$/, 'must be comma-separated words of letters and digits')).max(10)),
+  // Who may open an account in the browser: anyone, the invited (and the first person on an empty instance), or nobody.
+  CUBBY_SIGNUP: z.enum(['open', 'invite', 'closed']).default('invite'),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -157,6 +159,8 @@ export interface Config {
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
+  /** CUBBY_SIGNUP: who may open an account in the browser (see docs/accounts.md). */
+  readonly signup: 'open' | 'invite' | 'closed';
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
   /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
@@ -212,6 +216,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     shutdownGraceMs: e.CUBBY_SHUTDOWN_GRACE_S * 1000,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
+    signup: e.CUBBY_SIGNUP,
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
     orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,

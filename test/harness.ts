@@ -84,6 +84,8 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     CUBBY_SITES_PORT: '0',
     CUBBY_LOG_LEVEL: 'silent',
     CUBBY_SECRET_KEY: randomBytes(32).toString('hex'),
+    // Suites sign people up in the browser freely; the sign-up policy tests set their own.
+    CUBBY_SIGNUP: 'open',
     ...(kind === 'postgres' ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: schema! } : {}),
     ...extraEnv,
   };

@@ -8,6 +8,7 @@ import type { PlanName, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { BackupError } from '../backup/manifest.ts';
 import { SERVER_VERSION } from '../version.ts';
+import { registerAccountAdminCommands } from './accounts-admin.ts';
 
 function config() {
   try {
@@ -245,5 +246,6 @@ admin
     const { restore } = await import('../backup/restore.ts');
     await restore(config(), o.from).then(print, fail);
   });
+registerAccountAdminCommands(admin, config);
 
 await program.parseAsync(process.argv);

@@ -13,6 +13,7 @@ import { OPENAPI_INFO, surfaceDocument } from './openapi.ts';
 import { registerApiDocs } from './api-docs.ts';
 import type { ViolationSink } from './contract-check.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
+import { registerActivityRoutesR } from '../activity/activity.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
@@ -146,6 +147,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
     async (r) => {
       r.addHook('onRequest', authenticate);
       registerAccountRoutesR(r as any, deps);
+      registerActivityRoutesR(r as any);
       registerAgentAuthRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);

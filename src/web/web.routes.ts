@@ -11,6 +11,7 @@ import { registerHomePage } from './home.pages.ts';
 import { registerKeyPages } from './keys.pages.ts';
 import { registerMailboxPages } from './mailbox.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
+import { registerAccountPages } from './account/routes.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
 export const CSRF_COOKIE = 'cubby_csrf';
@@ -67,6 +68,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerKeyPages(web, deps);
     registerMailboxPages(web, deps);
     registerAgentAccessPages(web, deps);
+    registerAccountPages(web, deps);
   });
 }
 
