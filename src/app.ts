@@ -15,6 +15,7 @@ import { createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
+import { registerSearchTasks } from './search/tasks.ts';
 import { registerAgentAccessTasks } from './agent-auth/agent-access.ts';
 import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
 import { registerSiteTasks } from './sites/tasks.ts';
@@ -55,6 +56,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let boundHttp: string | null = null;
   let sites: SitesServer | undefined;
   let events: EventsRuntime | undefined;
+  let searchTasks: { close(): Promise<void> } | undefined;
 
   return {
     async start() {
@@ -111,6 +113,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerMaintenance(worker, deps);
         registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
+        searchTasks = registerSearchTasks(worker, deps, logger);
         registerAgentAccessTasks(worker, deps);
         registerEventTasks(worker, deps);
         registerAddressTasks(worker, deps);
@@ -130,6 +133,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await sites?.close();
       await http?.close();
       await worker?.stop();
+      await searchTasks?.close();
       await database?.close();
     },
   };

@@ -82,6 +82,11 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
   CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
+  // Search (src/search): the Postgres text-search configuration (stemming language), and the limits
+  // of text extraction per file (bytes read, seconds spent).
+  CUBBY_SEARCH_LANGUAGE: z.string().regex(/^[a-z_]{1,63}$/, 'must be a Postgres text search configuration name, e.g. english or simple').default('english'),
+  CUBBY_SEARCH_EXTRACT_MAX_BYTES: z.string().regex(/^[1-9]\d{0,11}$/, 'must be a whole number of bytes').transform(Number).default(50 * 1024 * 1024),
+  CUBBY_SEARCH_EXTRACT_TIMEOUT_MS: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of milliseconds').transform(Number).default(30_000),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -134,6 +139,7 @@ export interface Config {
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
+  readonly search: { language: string; extractMaxBytes: number; extractTimeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -181,6 +187,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     blobs: blobConfigFromEnv(e, dataDir),
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
+    search: { language: e.CUBBY_SEARCH_LANGUAGE, extractMaxBytes: e.CUBBY_SEARCH_EXTRACT_MAX_BYTES, extractTimeoutMs: e.CUBBY_SEARCH_EXTRACT_TIMEOUT_MS },
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

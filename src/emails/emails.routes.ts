@@ -30,6 +30,7 @@ const listQuery = z.object({
   read: booleanQuery.optional(),
   has_attachments: booleanQuery.optional(),
   conversation_id: z.string().max(100).optional(),
+  q: z.string().max(1000).optional().describe('Search: words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD (body and attachment text included)'),
   include_storage: includeStorage,
   account_id: accountIdField,
   reason: reasonField,
@@ -56,6 +57,7 @@ export function registerEmailRoutesR(app: App) {
         read: q.read,
         hasAttachments: q.has_attachments,
         conversationId: q.conversation_id,
+        q: q.q,
       });
       return { success: true, data: { emails: await presentSummaries(req.ctx.db, page.items, viewerOf(req.ctx, q.include_storage === true)), pagination: page.pagination } };
     },

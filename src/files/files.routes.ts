@@ -111,10 +111,10 @@ export function registerFileRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/files',
-    { schema: { tags, summary: 'List files (includes _email/; never marks read)', params: mailboxParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, account_id: accountIdField, reason: reasonField }) } },
+    { schema: { tags, summary: 'List files (includes _email/; never marks read)', params: mailboxParams, querystring: z.object({ q: z.string().max(1000).optional().describe('Path text (default), or search syntax with q_in=content|all'), q_in: z.enum(['path', 'content', 'all']).optional().describe('path (default): q is text in the path; content: search the extracted text; all: either'), folder: z.string().max(1024).optional(), ...pageQuery, account_id: accountIdField, reason: reasonField }) } },
     async (req) => {
       reasonOf(req);
-      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor });
+      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, qIn: req.query.q_in, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor });
       return { success: true, data: { files: await presentFiles(req.ctx.db, page.items), pagination: page.pagination } };
     },
   );

@@ -18,6 +18,7 @@ import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerSendRoutesR } from '../outbound/send.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
+import { registerSearchRoutesA, registerSearchRoutesR } from '../search/search.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
 import { registerAddressRoutesA, registerAddressRoutesR } from '../addresses/addresses.routes.ts';
@@ -126,6 +127,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerDomainRoutesR(r as any);
       registerWebhookRoutesR(r as any);
       registerLiveRoutesR(r as any);
+      registerSearchRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -140,6 +142,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerUploadSessionRoutesA(a as any);
       registerAddressRoutesA(a as any);
       registerDomainRoutesA(a as any);
+      registerSearchRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );

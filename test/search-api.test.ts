@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { describeEachDatabase, type TestApp } from './harness.ts';
+import { inbox, receive } from './emails-helpers.ts';
+import { labelNow } from './smtp-helpers.ts';
+import { makePdf } from './search-documents.ts';
+
+// Search over the API: a word that appears only inside a PDF attached to an email, sent over SMTP,
+// finds the email and the attachment file.
+
+const word = () => `zq${Math.random().toString(36).slice(2, 9)}`;
+
+async function settle(app: TestApp) {
+  await labelNow(app); // labeling, text extraction and indexing are jobs
+}
+
+describeEachDatabase('search API', (app) => {
+  it('finds an email and its PDF attachment by a word only inside the PDF', async () => {
+    const user = await app().user();
+    const box = await inbox(app(), user);
+    const secret = word();
+    const id = await receive(app(), box, { subject: 'Quarterly papers', text: 'See the attachment.', attachments: [{ filename: 'report.pdf', content: makePdf('Intro page', `The ${secret} figures are final`), contentType: 'application/pdf' }] });
+    await settle(app());
+
+    const all = await app().request('GET', '/v1/search', { key: user.key, query: { q: secret } });
+    expect(all.status, all.text).toBe(200);
+    const kinds = all.body.data.results.map((r: any) => `${r.kind}:${r.kind === 'email' ? r.id : r.file.path.split('/').pop()}`);
+    expect(kinds.sort()).toEqual([`email:${id}`, 'file:report.pdf']);
+    const email = all.body.data.results.find((r: any) => r.kind === 'email');
+    expect(email.snippet).toContain(secret);
+    expect(email.email.subject).toBe('Quarterly papers');
+    const file = all.body.data.results.find((r: any) => r.kind === 'file');
+    expect(file.mailbox_id).toBe(box.id);
+    expect(file.file.current_file_version.has_text).toBe(true);
+    expect(file.snippet).toContain(`${secret} figures`);
+
+    const list = await app().request('GET', `/v1/mailboxes/${box.id}/emails`, { key: user.key, query: { q: secret } });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.data.emails.map((e: any) => e.id)).toEqual([id]);
+    const none = await app().request('GET', `/v1/mailboxes/${box.id}/emails`, { key: user.key, query: { q: `${secret} -figures` } });
+    expect(none.body.data.emails).toEqual([]);
+
+    const files = await app().request('GET', `/v1/mailboxes/${box.id}/files`, { key: user.key, query: { q: secret, q_in: 'content' } });
+    expect(files.status, files.text).toBe(200);
+    expect(files.body.data.files.map((f: any) => f.basename ?? f.path.split('/').pop())).toEqual(['report.pdf']);
+    const byPath = await app().request('GET', `/v1/mailboxes/${box.id}/files`, { key: user.key, query: { q: secret } });
+    expect(byPath.body.data.files).toEqual([]);
+
+    const a = await app().request('GET', '/api/v1/search', { key: user.key, query: { q: secret, bucket_id: box.id, kind: 'email' } });
+    expect(a.status, a.text).toBe(200);
+    expect(a.body.data.results.map((r: any) => r.id)).toEqual([id]);
+  });
+
+  it('keeps other accounts out of results', async () => {
+    const owner = await app().user();
+    const stranger = await app().user();
+    const box = await inbox(app(), owner);
+    const secret = word();
+    await receive(app(), box, { subject: `About ${secret}`, text: 'hello' });
+    await settle(app());
+    const mine = await app().request('GET', '/v1/search', { key: owner.key, query: { q: secret } });
+    expect(mine.body.data.results).toHaveLength(1);
+    const theirs = await app().request('GET', '/v1/search', { key: stranger.key, query: { q: secret } });
+    expect(theirs.status).toBe(200);
+    expect(theirs.body.data.results).toEqual([]);
+    const foreign = await app().request('GET', '/v1/search', { key: stranger.key, query: { q: secret, mailbox_id: box.id } });
+    expect(foreign.status).toBe(404);
+  });
+});
+
