@@ -3,6 +3,7 @@ import { describeEachDatabase, type TestApp } from './harness.ts';
 import { inbox, receive } from './emails-helpers.ts';
 import { labelNow } from './smtp-helpers.ts';
 import { makePdf } from './search-documents.ts';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 // Search over the API: a word that appears only inside a PDF attached to an email, sent over SMTP,
 // finds the email and the attachment file.
@@ -48,6 +49,20 @@ describeEachDatabase('search API', (app) => {
     const a = await app().request('GET', '/api/v1/search', { key: user.key, query: { q: secret, bucket_id: box.id, kind: 'email' } });
     expect(a.status, a.text).toBe(200);
     expect(a.body.data.results.map((r: any) => r.id)).toEqual([id]);
+
+    const client = new Client({ name: 'cubby-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app().base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${user.key}` } } }));
+    try {
+      const r: any = await client.callTool({ name: 'search', arguments: { q: secret } });
+      expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+      expect(r.structuredContent.results.map((x: any) => x.kind).sort()).toEqual(['email', 'file']);
+      expect(r.structuredContent.results.find((x: any) => x.kind === 'file').file.path).toMatch(/\/attachments\/report\.pdf$/);
+      const bad: any = await client.callTool({ name: 'search', arguments: { q: '-only -excluded' } });
+      expect(bad.isError).toBe(true);
+      expect(bad.structuredContent.error.code).toBe('INVALID_ARGUMENT');
+    } finally {
+      await client.close();
+    }
   });
 
   it('keeps other accounts out of results', async () => {

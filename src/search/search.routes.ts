@@ -38,7 +38,8 @@ const errorR = z.object({ success: z.literal(false), error: z.looseObject({ code
 const errorA = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });
 const data = z.object({ results: z.array(searchResult), pagination });
 
-async function present(ctx: RequestCtx, hits: SearchHit[]) {
+/** Search hits as API objects: the email summary or file beside each, as the lists present them. */
+export async function presentSearchResults(ctx: RequestCtx, hits: SearchHit[]) {
   const viewer = viewerOf(ctx);
   const emails = await presentSummaries(ctx.db, hits.flatMap((h) => (h.email ? [h.email] : [])), viewer);
   const files = await presentFiles(ctx.db, hits.flatMap((h) => (h.file ? [h.file] : [])));
@@ -69,7 +70,7 @@ export function registerSearchRoutesR(app: App) {
       reasonOf(req);
       const q = req.query;
       const page = await search(req.ctx, { accountId: q.account_id, mailboxId: q.mailbox_id, q: q.q, kind: q.kind, limit: q.limit, cursor: q.cursor });
-      return { success: true as const, data: { results: await present(req.ctx, page.items), pagination: page.pagination } };
+      return { success: true as const, data: { results: await presentSearchResults(req.ctx, page.items), pagination: page.pagination } };
     },
   );
 }
@@ -88,7 +89,7 @@ export function registerSearchRoutesA(app: App) {
     async (req) => {
       const q = req.query;
       const page = await search(req.ctx, { accountId: q.account_id, mailboxId: q.bucket_id, q: q.q, kind: q.kind, limit: q.limit, cursor: q.cursor });
-      return { data: { results: await present(req.ctx, page.items), pagination: page.pagination } };
+      return { data: { results: await presentSearchResults(req.ctx, page.items), pagination: page.pagination } };
     },
   );
 }
