@@ -65,6 +65,34 @@ describeEachDatabase('search API', (app) => {
     }
   });
 
+  it('pages ranked results with a cursor bound to the query, and finds files by filename:', async () => {
+    const user = await app().user();
+    const box = await inbox(app(), user);
+    const secret = word();
+    const sent: string[] = [];
+    for (let i = 0; i < 4; i++) sent.push(await receive(app(), box, { subject: i === 0 ? `${secret} in the subject` : `Note ${i}`, text: `body ${secret} ${'filler '.repeat(i * 5)}`, attachments: i === 1 ? [{ filename: `notes-${secret}.txt`, content: 'plain', contentType: 'text/plain' }] : [] }));
+    await settle(app());
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let n = 0; n < 10; n++) {
+      const r = await app().request('GET', '/v1/search', { key: user.key, query: { q: secret, kind: 'email', limit: 1, cursor } });
+      expect(r.status, r.text).toBe(200);
+      seen.push(...r.body.data.results.map((x: any) => x.id));
+      cursor = r.body.data.pagination.next_cursor ?? undefined;
+      if (!cursor) break;
+    }
+    expect(seen).toHaveLength(4);
+    expect([...seen].sort()).toEqual([...sent].sort());
+    expect(seen[0]).toBe(sent[0]); // the subject match ranks first
+    const first = await app().request('GET', '/v1/search', { key: user.key, query: { q: secret, kind: 'email', limit: 1 } });
+    const other = await app().request('GET', '/v1/search', { key: user.key, query: { q: `${secret} body`, kind: 'email', limit: 1, cursor: first.body.data.pagination.next_cursor } });
+    expect(other.status).toBe(422);
+    const byName = await app().request('GET', '/v1/search', { key: user.key, query: { q: `filename:notes-${secret}.txt` } });
+    expect(byName.body.data.results.map((x: any) => x.kind).sort()).toEqual(['email', 'file']);
+    const list = await app().request('GET', `/v1/mailboxes/${box.id}/emails`, { key: user.key, query: { q: `${secret} has:attachment`, limit: 1 } });
+    expect(list.body.data.emails.map((e: any) => e.id)).toEqual([sent[1]]);
+  });
+
   it('keeps other accounts out of results', async () => {
     const owner = await app().user();
     const stranger = await app().user();

@@ -138,7 +138,8 @@ async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: K
   if (viewerOf(ctx).apiKey) query = query.where((eb) => eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb as unknown as ExpressionBuilder<DB, 'files'>)]));
   const cond = after(key, rank, sql<string>`files.id`);
   if (cond) query = query.where(cond);
-  const rows = await query.orderBy(rank).orderBy('files.id').limit(limit + 1).execute();
+  // (A constant rank is not ordered by: `order by 0` would name a column by position.)
+  const rows = await (m ? query.orderBy(rank) : query).orderBy('files.id').limit(limit + 1).execute();
   return rows.map(({ rank: r, ...file }) => ({ kind: 'file' as const, id: file.id, mailboxId: file.mailbox_id, rank: Number(r), snippet: null, file: file as FilesTable }));
 }
 
