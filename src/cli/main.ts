@@ -152,4 +152,21 @@ admin
     }),
   );
 
+admin
+  .command('reindex')
+  .description('Rebuild the search index (emails now; file text extraction is queued for the server)')
+  .option('--mailbox <id>', 'only this mailbox')
+  .action(async (o) => {
+    const cfg = config();
+    const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
+    try {
+      await migrate(database);
+      const { reindex } = await import('../search/reindex.ts');
+      const deps = { db: database.db, dialect: database.dialect, config: cfg, now: () => new Date() };
+      process.stdout.write(`${JSON.stringify(await reindex(deps, { mailboxId: o.mailbox }, (line) => process.stderr.write(`${line}\n`)))}\n`);
+    } finally {
+      await database.close();
+    }
+  });
+
 await program.parseAsync(process.argv);

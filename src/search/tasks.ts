@@ -54,7 +54,7 @@ const BATCH = 200;
  * Indexes what was stored before search existed (or what `cubby admin reindex` asks for): emails in
  * id order, then the current versions of live files, a batch per run; each run queues the next.
  */
-export async function backfillStep(deps: AppDeps, payload: { phase?: 'emails' | 'files'; after?: string | null; mailbox_id?: string | null }): Promise<{ done: boolean; next: typeof payload; emails: number; files: number }> {
+export async function backfillStep(deps: Pick<AppDeps, 'db' | 'dialect' | 'config' | 'now'>, payload: { phase?: 'emails' | 'files'; after?: string | null; mailbox_id?: string | null }): Promise<{ done: boolean; next: typeof payload; emails: number; files: number }> {
   const phase = payload.phase ?? 'emails';
   const after = payload.after ?? '';
   if (phase === 'emails') {
