@@ -31,8 +31,7 @@ export const searchResult = z
     snippet: z.string().nullable().describe('Plain text around the first matching word (no markup)'),
     email: z.looseObject({ id: z.string(), subject: z.string().nullable(), received_at: z.string() }).optional(),
     file: z.looseObject({ id: z.string(), path: z.string() }).optional(),
-  })
-  .meta({ id: 'SearchResult' });
+  });
 const pagination = z.object({ limit: z.number().int(), has_more: z.boolean(), next_cursor: z.string().nullable() });
 const errorR = z.object({ success: z.literal(false), error: z.looseObject({ code: z.string(), message: z.string() }) });
 const errorA = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });

@@ -10,6 +10,7 @@ import { registerAuthPages } from './auth.pages.ts';
 import { registerHomePage } from './home.pages.ts';
 import { registerKeyPages } from './keys.pages.ts';
 import { registerMailboxPages } from './mailbox.pages.ts';
+import { registerSearchPage } from './search.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
@@ -66,6 +67,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerHomePage(web, deps);
     registerKeyPages(web, deps);
     registerMailboxPages(web, deps);
+    registerSearchPage(web, deps);
     registerAgentAccessPages(web, deps);
   });
 }
