@@ -46,8 +46,8 @@ function resultRow(hit: SearchHit, titles: Map<string, string>, link: string | n
     return html`<tr><td><span class="tag">email</span></td><td><a href="${href}">${e.subject || '(no subject)'}</a>${snippet}</td><td>${from ? (from.name ?? from.address) : ''}</td><td>${mailbox}</td><td>${formatTime(e.received_at)}</td></tr>`;
   }
   const f = hit.file!;
-  const name = link ? html`<a href="${link}"><code>${f.path}</code></a>` : html`<code>${f.path}</code>`;
-  return html`<tr><td><span class="tag">file</span></td><td>${name}${snippet}</td><td></td><td>${mailbox}</td><td>${formatTime(f.updated_at)}</td></tr>`;
+  const name = link ? html`<a href="${link}">${f.basename}</a>` : html`${f.basename}`;
+  return html`<tr><td><span class="tag">file</span></td><td>${name} <span class="muted">in <code>${f.folder || '/'}</code></span>${snippet}</td><td></td><td>${mailbox}</td><td>${formatTime(f.updated_at)}</td></tr>`;
 }
 
 export function registerSearchPage(web: FastifyInstance, deps: AppDeps): void {
