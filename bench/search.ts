@@ -151,10 +151,12 @@ async function main() {
 
     // Mid-frequency words: common enough to match many documents, rare enough to be a real query.
     const pairs = Array.from({ length: QUERIES }, () => `${VOCAB[20 + Math.floor(Math.random() * 200)]} ${VOCAB[20 + Math.floor(Math.random() * 200)]}`);
+    // Deep paging needs 1,000+ matches: two of the most frequent words.
+    const commonPairs = Array.from({ length: QUERIES }, () => `${VOCAB[Math.floor(Math.random() * 6)]} ${VOCAB[Math.floor(Math.random() * 6)]}`);
     const run = async (label: string, input: (q: string) => Parameters<typeof search>[1], depth: number) => {
       const ms: number[] = [];
       let hits = 0;
-      for (const q of pairs) {
+      for (const q of depth ? commonPairs.slice(0, Math.max(5, Math.floor(QUERIES / 10))) : pairs) {
         let cursor: string | undefined;
         // Walk to the requested depth first (not timed), then time the page there.
         for (let seen = 0; seen < depth; seen += 100) {
