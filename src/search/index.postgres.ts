@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
-import { MAX_INDEXED_FIELD_CHARS, type EmailDoc, type SearchIndex, type TextRow } from './search-index.ts';
+import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
 
 // Postgres: tsvector columns with GIN indexes, in the configured text search configuration
 // (CUBBY_SEARCH_LANGUAGE). Text is reduced to letters and digits before to_tsvector, so that words
@@ -16,7 +16,15 @@ function tsTerm(t: Term): string {
   return `(${t.words.map((w) => `'${w}'`).join(' <-> ')})`;
 }
 
-const prep = (s: string) => normalizeText(s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_INDEXED_FIELD_CHARS) : s);
+// Postgres refuses a tsvector over 1 MB, and text of random tokens can take 6 bytes of tsvector
+// per character: an email's fields together are cut to 160 Ki characters (names and addresses 10 Ki
+// each, body 80 Ki, attachment text 60 Ki), an extracted text to 150 Ki. (SQLite indexes up to
+// 256 Ki characters of each: see index.sqlite.ts.)
+const EMAIL_FIELD_CHARS = 10 * 1024;
+const BODY_CHARS = 80 * 1024;
+const ATTACHMENT_CHARS = 60 * 1024;
+const TEXT_CHARS = 150 * 1024;
+const prep = (s: string, max = EMAIL_FIELD_CHARS) => normalizeText(s.length > max ? s.slice(0, max) : s);
 
 export class PostgresSearchIndex implements SearchIndex {
   private readonly cfg: RawBuilder<unknown>;
@@ -26,8 +34,8 @@ export class PostgresSearchIndex implements SearchIndex {
     this.cfg = sql`${language}::regconfig`;
   }
 
-  private vec(text: string) {
-    return sql`to_tsvector(${this.cfg}, ${prep(text)})`;
+  private vec(text: string, max?: number) {
+    return sql`to_tsvector(${this.cfg}, ${prep(text, max)})`;
   }
 
   private query(text: string) {
@@ -42,7 +50,7 @@ export class PostgresSearchIndex implements SearchIndex {
       const names = this.vec(d.names);
       await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
         values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
-          setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body)} || ${this.vec(d.attachments)},
+          setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body, BODY_CHARS)} || ${this.vec(d.attachments, ATTACHMENT_CHARS)},
           ${subject}, ${sender}, ${recipients}, ${names})
         on conflict (email_id) do update set attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
           tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.execute(db);
@@ -55,7 +63,7 @@ export class PostgresSearchIndex implements SearchIndex {
   }
 
   async putText(db: Kysely<DB>, r: TextRow): Promise<void> {
-    const tsv = r.text ? this.vec(r.text) : sql`null`;
+    const tsv = r.text ? this.vec(r.text, TEXT_CHARS) : sql`null`;
     await sql`insert into blob_texts (sha256, status, text, pages, error, extracted_at, tsv)
       values (${r.sha256}, ${r.status}, ${r.text}, ${r.pages}, ${r.error}, ${r.extractedAt}, ${tsv})
       on conflict (sha256) do update set status = excluded.status, text = excluded.text, pages = excluded.pages, error = excluded.error,

@@ -2,7 +2,10 @@ import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms } from './query.ts';
-import { MAX_INDEXED_FIELD_CHARS, type EmailDoc, type SearchIndex, type TextRow } from './search-index.ts';
+import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+
+/** Characters indexed per field (the stored text itself is kept whole). */
+const MAX_INDEXED_FIELD_CHARS = 256 * 1024;
 
 // SQLite: FTS5 tables without content of their own (the text lives in blob_texts and emails); their
 // rowids are the autoincrement doc_id of blob_texts / email_search_docs. Tokenizer: porter stemming

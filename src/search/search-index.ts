@@ -54,6 +54,3 @@ export function searchIndex(deps: { dialect: Dialect; config: { search: { langua
 export function createSearchIndex(dialect: Dialect, language: string): SearchIndex {
   return dialect === 'postgres' ? new PostgresSearchIndex(language) : new SqliteSearchIndex();
 }
-
-/** Text longer than this is cut before indexing (Postgres refuses tsvectors over 1 MB). */
-export const MAX_INDEXED_FIELD_CHARS = 256 * 1024;
