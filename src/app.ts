@@ -17,6 +17,7 @@ import { closeSmtpServer, createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
+import { registerSearchTasks } from './search/tasks.ts';
 import { registerAgentAccessTasks } from './agent-auth/agent-access.ts';
 import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
 import { registerSiteTasks } from './sites/tasks.ts';
@@ -67,6 +68,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let sites: SitesServer | undefined;
   let events: EventsRuntime | undefined;
   let logger: Logger | undefined;
+  let searchTasks: { close(): Promise<void> } | undefined;
 
   return {
     async start() {
@@ -130,6 +132,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerMaintenance(worker, deps);
         registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
+        searchTasks = registerSearchTasks(worker, deps, logger);
         registerAgentAccessTasks(worker, deps);
         registerEventTasks(worker, deps);
         registerAddressTasks(worker, deps);
@@ -153,6 +156,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       const closing = [smtp ? closeSmtpServer(smtp, graceMs) : undefined, sites?.close()];
       await events?.stop();
       await Promise.all([...closing, http ? closeHttp(http, graceMs) : undefined, worker?.stop({ graceMs })]);
+      await searchTasks?.close();
       await database?.close();
       logger?.info({}, 'stopped');
     },

@@ -38,6 +38,7 @@ const listQuery = z.object({
   read: booleanQuery.optional(),
   has_attachments: booleanQuery.optional(),
   conversation_id: z.string().max(100).optional(),
+  q: z.string().max(1000).optional().describe('Search: words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD (body and attachment text included)'),
   include_storage: includeStorage,
   purpose,
   account_id: accountIdField,
@@ -65,6 +66,7 @@ export function registerEmailRoutesR(app: App) {
         read: q.read,
         hasAttachments: q.has_attachments,
         conversationId: q.conversation_id,
+        q: q.q,
       });
       return { success: true, data: { emails: await presentSummaries(req.ctx.db, page.items, viewerOf(req.ctx, q.include_storage === true)), pagination: page.pagination } };
     },

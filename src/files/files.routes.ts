@@ -129,10 +129,10 @@ export function registerFileRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/files',
-    { schema: { operationId: 'listFiles', response: responsesR({ 200: okR(FileList) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'List files (includes _email/; never marks read); cursor or offset paging', params: mailboxParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }) } },
+    { schema: { operationId: 'listFiles', response: responsesR({ 200: okR(FileList) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'List files (includes _email/; never marks read); cursor or offset paging', params: mailboxParams, querystring: z.object({ q: z.string().max(1000).optional().describe('Path text (default), or search syntax with q_in=content|all'), q_in: z.enum(['path', 'content', 'all']).optional().describe('path (default): q is text in the path; content: search the extracted text; all: either'), folder: z.string().max(1024).optional(), ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }) } },
     async (req) => {
       reasonOf(req);
-      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor, offset: req.query.offset });
+      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, qIn: req.query.q_in, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor, offset: req.query.offset });
       return { success: true, data: { files: await presentFiles(req.ctx.db, page.items), pagination: page.pagination } };
     },
   );

@@ -22,6 +22,7 @@ import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerSendRoutesR } from '../outbound/send.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
+import { registerSearchRoutesA, registerSearchRoutesR } from '../search/search.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
 import { registerAddressRoutesA, registerAddressRoutesR } from '../addresses/addresses.routes.ts';
@@ -158,6 +159,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
       registerDomainRoutesR(r as any);
       registerWebhookRoutesR(r as any);
       registerLiveRoutesR(r as any);
+      registerSearchRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -172,6 +174,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
       registerUploadSessionRoutesA(a as any);
       registerAddressRoutesA(a as any);
       registerDomainRoutesA(a as any);
+      registerSearchRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );

@@ -10,6 +10,7 @@ import { registerAuthPages } from './auth.pages.ts';
 import { registerHomePage } from './home.pages.ts';
 import { registerKeyPages } from './keys.pages.ts';
 import { registerMailboxPages } from './mailbox.pages.ts';
+import { registerSearchPage } from './search.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
 import { registerAccountPages } from './account/routes.ts';
 
@@ -67,6 +68,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerHomePage(web, deps);
     registerKeyPages(web, deps);
     registerMailboxPages(web, deps);
+    registerSearchPage(web, deps);
     registerAgentAccessPages(web, deps);
     registerAccountPages(web, deps);
   });
