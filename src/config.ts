@@ -74,6 +74,13 @@ const envSchema = withBlobEnvChecks(z.object({
   // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // json: one JSON object per line (for collectors); pretty: coloured, human-readable (a terminal).
+  CUBBY_LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).default('json'),
+  // GET /metrics: with a token, any client presenting it (Authorization: Bearer …); without one,
+  // only direct loopback clients (see docs/operations.md).
+  CUBBY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // SIGTERM: seconds to finish SMTP DATA, HTTP requests and jobs in progress before exiting.
+  CUBBY_SHUTDOWN_GRACE_S: z.string().regex(/^\d{1,4}$/, 'must be a whole number of seconds').transform(Number).default(25),
   // Webhooks: private destinations only for tests and local development; extra trusted CA (PEM file).
   CUBBY_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   CUBBY_WEBHOOK_CA_FILE: z.string().min(1).optional(),
@@ -85,6 +92,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
   CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
+  // Crash leftovers (temp files of unfinished writes, blobs whose row was never committed) older than
+  // this are removed by the worker's sweeper. Longer than any upload or SMTP DATA may stall.
+  CUBBY_ORPHAN_SWEEP_AGE_S: z.string().regex(/^[1-9]\d{0,8}$/, 'must be a whole number of seconds (1 or more)').transform(Number).default(86_400),
   // Compatibility (docs/compat.md): an upload session with no activity for this many seconds
   // releases its write lock and expires; extra brand words for OAuth scopes, token fields and headers.
   CUBBY_UPLOAD_SESSION_IDLE_S: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of seconds').transform(Number).default(900),
@@ -93,6 +103,13 @@ const envSchema = withBlobEnvChecks(z.object({
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[a-z][a-z0-9]{1,30}$/, 'must be comma-separated words of letters and digits')).max(10)),
+  // Who may open an account in the browser: anyone, the invited (and the first person on an empty instance), or nobody.
+  CUBBY_SIGNUP: z.enum(['open', 'invite', 'closed']).default('invite'),
+  // Search (src/search): the Postgres text-search configuration (stemming language), and the limits
+  // of text extraction per file (bytes read, seconds spent).
+  CUBBY_SEARCH_LANGUAGE: z.string().regex(/^[a-z_]{1,63}$/, 'must be a Postgres text search configuration name, e.g. english or simple').default('english'),
+  CUBBY_SEARCH_EXTRACT_MAX_BYTES: z.string().regex(/^[1-9]\d{0,11}$/, 'must be a whole number of bytes').transform(Number).default(50 * 1024 * 1024),
+  CUBBY_SEARCH_EXTRACT_TIMEOUT_MS: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of milliseconds').transform(Number).default(30_000),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -141,13 +158,21 @@ export interface Config {
   readonly secretKey: string | undefined;
   readonly roles: readonly Role[];
   readonly logLevel: string;
+  readonly logFormat: 'json' | 'pretty';
+  readonly metricsToken: string | undefined;
+  readonly shutdownGraceMs: number;
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
+  /** CUBBY_SIGNUP: who may open an account in the browser (see docs/accounts.md). */
+  readonly signup: 'open' | 'invite' | 'closed';
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
+  /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
+  readonly orphanSweepAgeMs: number;
   readonly uploadSessionIdleSeconds: number;
   readonly compatBrands: readonly string[];
+  readonly search: { language: string; extractMaxBytes: number; extractTimeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -192,12 +217,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey: e.CUBBY_SECRET_KEY,
     roles: Object.freeze([...new Set(e.CUBBY_ROLES)]),
     logLevel: e.CUBBY_LOG_LEVEL,
+    logFormat: e.CUBBY_LOG_FORMAT,
+    metricsToken: e.CUBBY_METRICS_TOKEN,
+    shutdownGraceMs: e.CUBBY_SHUTDOWN_GRACE_S * 1000,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
+    signup: e.CUBBY_SIGNUP,
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
+    orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
     uploadSessionIdleSeconds: e.CUBBY_UPLOAD_SESSION_IDLE_S,
     compatBrands: Object.freeze([...new Set(e.CUBBY_COMPAT_BRANDS)].filter((b) => b !== 'cubby' && b !== 'service')),
+    search: { language: e.CUBBY_SEARCH_LANGUAGE, extractMaxBytes: e.CUBBY_SEARCH_EXTRACT_MAX_BYTES, extractTimeoutMs: e.CUBBY_SEARCH_EXTRACT_TIMEOUT_MS },
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

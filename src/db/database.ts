@@ -16,6 +16,8 @@ import * as m0008 from './migrations/0008_sending.ts';
 import * as m0009 from './migrations/0009_addresses_domains.ts';
 import * as m0010 from './migrations/0010_publishing.ts';
 import * as m0011 from './migrations/0011_agent_access.ts';
+import * as m0013 from './migrations/0013_accounts_security.ts';
+import * as m0014 from './migrations/0014_search.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -23,6 +25,8 @@ export interface Database {
   readonly dialect: Dialect;
   /** Postgres schema holding our tables (and the migration bookkeeping). */
   readonly schema?: string;
+  /** Postgres pool connections (metrics); absent on SQLite, which has one connection. */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -39,18 +43,69 @@ const MIGRATIONS: Record<string, Migration> = {
   '0009_addresses_domains': m0009,
   '0010_publishing': m0010,
   '0011_agent_access': m0011,
+  '0013_accounts_security': m0013,
+  '0014_search': m0014,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 
 export async function openDatabase(url: string, schema?: string): Promise<Database> {
-  if (/^postgres(ql)?:/.test(url)) return openPostgres(url, schema);
-  return openSqlite(url.replace(/^(sqlite|file):(\/\/)?/, ''));
+  if (isPostgresUrl(url)) return openPostgres(url, schema);
+  return openSqlite(sqlitePath(url));
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:/.test(url);
+}
+
+/** The file a sqlite: URL (or bare path) names. */
+export function sqlitePath(url: string): string {
+  return url.replace(/^(sqlite|file):(\/\/)?/, '');
+}
+
+/** Kysely's bookkeeping table: present once any migration has run. */
+export const MIGRATION_TABLE = 'kysely_migration';
+
+export interface DatabaseState {
+  /** missing: no file / no schema; empty: there, but Cubby never ran on it; ready: migrated at least once. */
+  state: 'missing' | 'empty' | 'ready';
+  /** Where we looked, for messages (a file path, or `postgres schema "x"`; never the URL: it may hold a password). */
+  where: string;
+}
+
+/**
+ * Looks at a database without creating or changing anything, so operator commands can refuse to
+ * run against the wrong place instead of initialising a new, empty database there.
+ */
+export async function inspectDatabase(url: string, schema?: string): Promise<DatabaseState> {
+  if (!isPostgresUrl(url)) {
+    const file = path.resolve(sqlitePath(url));
+    if (!fs.existsSync(file)) return { state: 'missing', where: file };
+    const probe = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+    try {
+      const row = probe.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(MIGRATION_TABLE);
+      return { state: row ? 'ready' : 'empty', where: file };
+    } finally {
+      probe.close();
+    }
+  }
+  const name = schema ?? 'public';
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const where = `postgres schema "${name}"`;
+    const s = await client.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [name]);
+    if (s.rowCount === 0) return { state: 'missing', where };
+    const t = await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [name, MIGRATION_TABLE]);
+    return { state: t.rowCount === 0 ? 'empty' : 'ready', where };
+  } finally {
+    await client.end();
+  }
 }
 
 function openSqlite(file: string): Database {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (file !== ':memory:') makePrivate(file);
   const database = new BetterSqlite3(file);
   database.pragma('journal_mode = WAL');
   // FULL: a commit is on disk before we answer (SMTP 250, upload saved).
@@ -59,6 +114,23 @@ function openSqlite(file: string): Database {
   database.pragma('busy_timeout = 5000');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * The database file is the service's alone: created 0600 (in a 0700 directory when we make it)
+ * before SQLite opens it, and tightened if an earlier version left it readable to others. SQLite
+ * gives the -wal and -shm files the database file's mode; existing ones are tightened too.
+ */
+function makePrivate(file: string): void {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    try {
+      if ((fs.statSync(f).mode & 0o077) !== 0) fs.chmodSync(f, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
 }
 
 async function openPostgres(url: string, schema?: string): Promise<Database> {
@@ -77,17 +149,33 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', schema: schema ?? 'public', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    schema: schema ?? 'public',
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => db.destroy(),
+  };
 }
 
-export async function migrate(database: Database): Promise<void> {
-  const migrator = new Migrator({
-    db: database.db,
+function migratorFor(db: Kysely<DB>, schema: string | undefined): Migrator {
+  return new Migrator({
+    db,
     provider: { getMigrations: async () => MIGRATIONS },
     // Named explicitly: without it Kysely looks for its bookkeeping tables in any schema and
     // can mistake another schema's for ours.
-    ...(database.schema ? { migrationTableSchema: database.schema } : {}),
+    ...(schema ? { migrationTableSchema: schema } : {}),
   });
+}
+
+/** Names of the migrations this code has that the database has not run (readiness checks). */
+export async function pendingMigrations(db: Kysely<DB>, dialect: Dialect, schema: string | undefined): Promise<string[]> {
+  const all = await migratorFor(db, dialect === 'postgres' ? (schema ?? 'public') : undefined).getMigrations();
+  return all.filter((m) => !m.executedAt).map((m) => m.name);
+}
+
+export async function migrate(database: Database): Promise<void> {
+  const migrator = migratorFor(database.db, database.schema);
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

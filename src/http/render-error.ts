@@ -61,7 +61,8 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, thrown: unkn
   let err = toAppError(thrown);
   // One stored object, two names: surface A calls a missing mailbox a missing bucket.
   if (err.code === 'MAILBOX_NOT_FOUND' && surfaceOf(req.url) === 'A') err = new AppError('BUCKET_NOT_FOUND', undefined, err.details);
-  if (err.code === 'INTERNAL') req.log.error({ err: thrown }, 'unhandled error');
+  if (err.code === 'INTERNAL') req.log.error({ err: thrown, request_id: req.id }, 'unhandled error');
+  req.errorCode = err.code;
   // Also set here (not only in onRequest) so that errors raised before the hooks ran,
   // such as Fastify's frameworkErrors, still carry them.
   const surface = surfaceOf(req.url);
