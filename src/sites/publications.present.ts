@@ -28,7 +28,7 @@ export function presentPublication(deps: AppDeps, p: PublicationsTable, opts: { 
   return {
     id: p.id,
     bucket_id: p.mailbox_id,
-    kind: p.kind === 'main' ? ('bucket_bundle' as const) : ('preview' as const),
+    kind: p.kind === 'main' ? 'bucket_bundle' : p.kind,
     preview: p.kind === 'preview',
     public_slug: p.public_slug,
     public_url: url,
