@@ -33,6 +33,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SMTP_MAX_CONNECTIONS_PER_IP: z.string().regex(/^[1-9]\d{0,4}$/, 'must be a whole number from 1 to 99999').transform(Number).default(100),
   // Message bytes all SMTP sessions may hold in memory at once (each message is kept while it streams
   // to the store); past it, DATA is answered 451 4.3.2. A message alone in flight is always admitted.
+  // Milliseconds to wait before the SMTP greeting; a client that talks before it is refused
+  // ("early talker", a spam-bot habit). 0 (default) greets at once.
+  CUBBY_SMTP_GREETING_DELAY_MS: z.string().regex(/^\d{1,5}$/, 'must be a whole number of milliseconds (0-99999)').transform(Number).default(0),
   CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES: z.string().regex(/^[1-9]\d{0,12}$/, 'must be a whole number of bytes').transform(Number).default(256 * 1024 * 1024),
   // The name the SMTP server gives itself (greeting, EHLO, Authentication-Results).
   CUBBY_SMTP_HOSTNAME: z.string().regex(/^[a-z0-9.-]{1,253}$/i, 'must be a host name').optional(),
@@ -89,6 +92,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SEND_RATE_PER_HOUR: z.string().regex(/^\d{1,6}$/, 'must be a whole number').transform(Number).default(60),
   // Direct MX delivery dials public addresses only; true lets MX hosts be loopback/private (tests, closed networks).
   CUBBY_SMTP_ALLOW_PRIVATE_MX: z.enum(['true', 'false']).default('false'),
+  // Crash leftovers (temp files of unfinished writes, blobs whose row was never committed) older than
+  // this are removed by the worker's sweeper. Longer than any upload or SMTP DATA may stall.
+  CUBBY_ORPHAN_SWEEP_AGE_S: z.string().regex(/^[1-9]\d{0,8}$/, 'must be a whole number of seconds (1 or more)').transform(Number).default(86_400),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -123,6 +129,7 @@ export interface Config {
   readonly smtpHost: string;
   readonly smtpMaxConnectionsPerIp: number;
   readonly smtpMaxDataInFlightBytes: number;
+  readonly smtpGreetingDelayMs: number;
   readonly smtpHostname: string;
   readonly smtpTls: { keyFile: string; certFile: string } | null;
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
@@ -144,6 +151,8 @@ export interface Config {
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
+  /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
+  readonly orphanSweepAgeMs: number;
 }
 
 export class ConfigError extends Error {
@@ -171,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     smtpHost: e.CUBBY_SMTP_HOST,
     smtpMaxConnectionsPerIp: e.CUBBY_SMTP_MAX_CONNECTIONS_PER_IP,
     smtpMaxDataInFlightBytes: e.CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES,
+    smtpGreetingDelayMs: e.CUBBY_SMTP_GREETING_DELAY_MS,
     smtpHostname: (e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
     smtpTls: e.CUBBY_SMTP_TLS_KEY && e.CUBBY_SMTP_TLS_CERT ? { keyFile: path.resolve(e.CUBBY_SMTP_TLS_KEY), certFile: path.resolve(e.CUBBY_SMTP_TLS_CERT) } : null,
     labeler:
@@ -194,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     blobs: blobConfigFromEnv(e, dataDir),
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
+    orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

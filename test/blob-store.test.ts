@@ -21,6 +21,8 @@ interface Subject {
   spec: StoreSpec;
   /** Files left in the store's local temp directory (must be none after any put settles). */
   leftovers(): string[];
+  /** That temp directory. */
+  tmp: string;
   close(): Promise<void>;
 }
 
@@ -45,7 +47,7 @@ const fsBackend: Backend = {
   async subject() {
     const root = tempDir('cubby-blobs-');
     const spec: StoreSpec = { kind: 'fs', root };
-    return { store: storeFromSpec(spec), spec, leftovers: () => filesIn(path.join(root, 'tmp')), close: async () => {} };
+    return { store: storeFromSpec(spec), spec, leftovers: () => filesIn(path.join(root, 'tmp')), tmp: path.join(root, 'tmp'), close: async () => {} };
   },
   async stop() {},
 };
@@ -78,7 +80,7 @@ const s3Backend: Backend = {
     };
     const store = storeFromSpec(spec) as S3BlobStore;
     await store.client.send(new CreateBucketCommand({ Bucket: bucket }));
-    return { store, spec, leftovers: () => filesIn(spoolDir), close: async () => store.close() };
+    return { store, spec, leftovers: () => filesIn(spoolDir), tmp: spoolDir, close: async () => store.close() };
   },
   async stop() {
     await s3rver?.close();
@@ -227,6 +229,43 @@ for (const backend of [fsBackend, s3Backend]) {
     it('lists every stored blob', async () => {
       const ids = await Promise.all(['a', 'b', 'c'].map(async (s) => (await store.putBuffer(Buffer.from(s))).sha256));
       expect(await all(store.list())).toEqual(ids.sort());
+    });
+
+    it('sweeps temp files of interrupted writes older than the cut-off, and only those', async () => {
+      fs.mkdirSync(subject.tmp, { recursive: true });
+      const old = path.join(subject.tmp, 'crashed.part');
+      const fresh = path.join(subject.tmp, 'writing.part');
+      const other = path.join(subject.tmp, 'not-ours.txt');
+      for (const f of [old, fresh, other]) fs.writeFileSync(f, 'x');
+      const hourAgo = new Date(Date.now() - 3600_000);
+      fs.utimesSync(old, hourAgo, hourAgo);
+      fs.utimesSync(other, hourAgo, hourAgo);
+      expect(await store.sweepTemp(new Date(Date.now() - 60_000))).toBe(1);
+      expect(filesIn(subject.tmp).sort()).toEqual(['not-ours.txt', 'writing.part']);
+      for (const f of [fresh, other]) fs.rmSync(f);
+    });
+
+    it('deletes a blob only when it was last written before the cut-off (fs), never on S3', async () => {
+      const { sha256: oldId } = await store.putBuffer(Buffer.from('crash leftover'));
+      const { sha256: newId } = await store.putBuffer(Buffer.from('just written'));
+      const cutoff = new Date(Date.now() - 60_000);
+      if (backend.name === 'fs') {
+        const file = path.join((subject.spec as { root: string }).root, oldId.slice(0, 2), oldId);
+        const hourAgo = new Date(Date.now() - 3600_000);
+        fs.utimesSync(file, hourAgo, hourAgo);
+        expect(await store.deleteIfWrittenBefore(oldId, cutoff)).toBe(true);
+        expect(await store.exists(oldId)).toBe(false);
+        // Written again (a put of the same bytes): new, so kept.
+        await store.putBuffer(Buffer.from('crash leftover'));
+        expect(await store.deleteIfWrittenBefore(oldId, cutoff)).toBe(false);
+        expect(await store.exists(oldId)).toBe(true);
+      } else {
+        expect(await store.deleteIfWrittenBefore(oldId, new Date(Date.now() + 3600_000))).toBe(false);
+        expect(await store.exists(oldId)).toBe(true);
+      }
+      expect(await store.deleteIfWrittenBefore(newId, cutoff)).toBe(false);
+      expect(await store.exists(newId)).toBe(true);
+      expect(subject.leftovers()).toEqual([]);
     });
 
     it('answers for missing blobs and refuses malformed addresses', async () => {

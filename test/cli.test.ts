@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DATABASES, startTestApp, type TestApp } from './harness.ts';
+import { SERVER_VERSION } from '../src/version.ts';
 
 // The operator CLI as a self-hoster runs it: a child process on a data directory (or a
 // Postgres schema) that no app has touched yet; then the app starts on the same database
@@ -114,9 +115,101 @@ for (const kind of DATABASES) {
       expect(res.body.data.connection).toMatchObject({ label: 'ops key', scope: 'mailbox_write', expires_at: expiresAt });
       const users = await app.started.deps.db.selectFrom('users').select('email').execute();
       expect(users.map((u) => u.email)).toEqual([email.toLowerCase()]);
+
+      // The listings find them, with no secrets.
+      const [accounts, people] = await Promise.all([cubby(env, 'admin', 'list-accounts'), cubby(env, 'admin', 'list-users')]);
+      expect(accounts.code, accounts.stdout + accounts.stderr).toBe(0);
+      expect(oneObject(accounts)).toEqual({
+        accounts: [
+          {
+            id: user.account.id,
+            name: 'Ops Inc',
+            kind: 'agency',
+            plan: 'agency',
+            status: 'read_only',
+            suspended: false,
+            website_publishing_enabled: false,
+            parent_account_id: null,
+            created_at: expect.any(String),
+            members: [{ user_id: user.user.id, email: email.toLowerCase(), role: 'owner' }],
+          },
+        ],
+      });
+      expect(people.code, people.stdout + people.stderr).toBe(0);
+      expect(oneObject(people)).toEqual({
+        users: [{ id: user.user.id, email: email.toLowerCase(), name: 'Op Erator', created_at: expect.any(String), accounts: [{ id: user.account.id, name: 'Ops Inc', role: 'owner' }] }],
+      });
+      expect(people.stdout).not.toMatch(/password|hash|argon/i);
+    });
+
+    it('refuses to run against a missing or empty database instead of creating one (create-user excepted)', async () => {
+      const elsewhere = path.join(dataDir, 'not-here');
+      const wrong: Record<string, string> =
+        kind === 'postgres'
+          ? { CUBBY_DATA_DIR: elsewhere, CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: `${schema}_missing` }
+          : { CUBBY_DATA_DIR: elsewhere };
+      for (const args of [['list-users'], ['list-accounts'], ['create-key', '--email', 'x@example.com'], ['set-status', '--account', 'acct_1', '--status', 'active'], ['backup', '--out', path.join(dataDir, 'bk-nowhere')]]) {
+        const r = await cubby(wrong, 'admin', ...args);
+        expect(r.code, args[0]).toBe(1);
+        expect(oneObject(r).error, args[0]).toMatch(/no Cubby database at .*(does not exist|missing)/);
+      }
+      expect(fs.existsSync(elsewhere)).toBe(false);
+      expect(fs.existsSync(path.join(dataDir, 'bk-nowhere'))).toBe(false);
+      if (kind === 'postgres') {
+        const client = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+        await client.connect();
+        const r = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [`${schema}_missing`]);
+        // An empty schema (no Cubby tables) is refused the same way.
+        await client.query(`CREATE SCHEMA "${schema}_empty"`);
+        await client.end();
+        expect(r.rowCount).toBe(0);
+        const empty = await cubby({ ...wrong, CUBBY_DATABASE_SCHEMA: `${schema}_empty` }, 'admin', 'list-users');
+        expect(empty.code).toBe(1);
+        expect(oneObject(empty).error).toMatch(/no Cubby database at postgres schema ".*_empty" \(it is empty\)/);
+        const c2 = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+        await c2.connect();
+        const tables = await c2.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1", [`${schema}_empty`]);
+        await c2.query(`DROP SCHEMA "${schema}_empty" CASCADE`);
+        await c2.end();
+        expect(tables.rows[0].n).toBe(0);
+      } else {
+        // A database file with no Cubby tables in it (a wrong path that happens to exist).
+        fs.mkdirSync(elsewhere);
+        const file = path.join(elsewhere, 'cubby.db');
+        fs.writeFileSync(file, '');
+        const r = await cubby(wrong, 'admin', 'list-users');
+        expect(r.code).toBe(1);
+        expect(oneObject(r).error).toMatch(/no Cubby database at .*cubby\.db \(it is empty\)/);
+        expect(fs.readdirSync(elsewhere)).toEqual(['cubby.db']);
+        expect(fs.statSync(file).size).toBe(0);
+        fs.rmSync(elsewhere, { recursive: true });
+      }
     });
   });
 }
+
+describe('operator CLI help and version', () => {
+  it('--version prints the version; every admin command has a description', { timeout: 120_000 }, async () => {
+    for (const flag of ['--version', '-V']) {
+      const v = await cubby({}, flag);
+      expect(v.code).toBe(0);
+      expect(v.stdout.trim()).toBe(SERVER_VERSION);
+    }
+    const help = await cubby({}, 'admin', '--help');
+    expect(help.code).toBe(0);
+    const commands = [...help.stdout.split('Commands:')[1]!.matchAll(/^ {2}([a-z-]+)(?: \[options\])?( +\S.*)?$/gm)].map((m) => ({ name: m[1]!, described: Boolean(m[2]) }));
+    const names = commands.map((c) => c.name).filter((n) => n !== 'help');
+    expect(names).toEqual(expect.arrayContaining(['create-user', 'create-key', 'set-status', 'suspend', 'set-publishing', 'dkim-key', 'list-accounts', 'list-users', 'backup', 'restore']));
+    const helps = await Promise.all(names.map((name) => cubby({}, 'admin', name, '--help')));
+    for (const [i, name] of names.entries()) {
+      const sub = helps[i]!;
+      expect(sub.code, name).toBe(0);
+      // Usage line, a blank line, then the description.
+      const description = sub.stdout.split('\n')[2] ?? '';
+      expect(description.trim(), `${name} has no description`).toMatch(/^[A-Z].{15,}/);
+    }
+  });
+});
 
 describe('operator CLI configuration', () => {
   it('a bad configuration stops the command with every problem and no JSON', async () => {

@@ -82,6 +82,20 @@ export interface BlobStore {
   list(): AsyncIterable<string>;
 
   /**
+   * Removes leftovers of writes a crash interrupted (the `*.part` temp files a put() streams into)
+   * last changed before `before`. Returns how many were removed. (src/files/orphans.service.ts)
+   */
+  sweepTemp(before: Date): Promise<number>;
+
+  /**
+   * Removes the blob only when it was last written before `before`, for the sweeper of blobs no row
+   * refers to: a put() of the same bytes writes it anew, so a blob about to be recorded is never
+   * taken. Returns whether it was removed. The S3 store never removes here (a put of bytes already
+   * in the bucket leaves the object as it was, so its age proves nothing): always false.
+   */
+  deleteIfWrittenBefore(sha256: string, before: Date): Promise<boolean>;
+
+  /**
    * Where a client may PUT the bytes itself, or null when they must come through our own HTTP
    * endpoint (fs store). S3: a presigned PUT of the staging key for `uploadId`, valid for
    * `expiresInSeconds`, with the headers the client must send (Content-Type, Content-MD5 and

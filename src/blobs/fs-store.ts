@@ -124,6 +124,41 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
+  async sweepTemp(before: Date): Promise<number> {
+    return sweepPartFiles(this.tmpDir, before, /\.(part|sweep)$/);
+  }
+
+  async deleteIfWrittenBefore(sha256: string, before: Date): Promise<boolean> {
+    assertSha256(sha256);
+    await this.ensureLayout();
+    let removed = false;
+    for (const p of this.pathsFor(sha256)) {
+      const st = await statOrNull(p);
+      if (!st) continue;
+      if (st.mtimeMs >= before.getTime()) return false;
+      // Moved aside first, then looked at again: a put() that renamed fresh bytes into place between
+      // the stat and the move shows as a new mtime here, and goes back (unless a newer copy is there).
+      const aside = path.join(this.tmpDir, `${sha256}.${randomUUID()}.sweep`);
+      try {
+        await fsp.rename(p, aside);
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw err;
+      }
+      const moved = await fsp.stat(aside);
+      if (moved.mtimeMs >= before.getTime()) {
+        await fsp.link(aside, p).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+        });
+        await fsp.rm(aside, { force: true });
+        return false;
+      }
+      await fsp.rm(aside, { force: true });
+      removed = true;
+    }
+    return removed;
+  }
+
   /** Always null: the bytes come through our own upload endpoint. */
   async directUploadTarget(): Promise<null> {
     return null;
@@ -181,6 +216,29 @@ const fsyncFd = promisify(fs.fsync);
 
 /** Bytes per read when streaming a blob out: fewer thread-pool hops than the default 64 KiB. */
 const READ_CHUNK = 512 * 1024;
+
+async function statOrNull(p: string): Promise<fs.Stats | null> {
+  try {
+    return await fsp.stat(p);
+  } catch (err) {
+    if (isNotFound(err)) return null;
+    throw err;
+  }
+}
+
+/** Removes the files in `dir` whose names match and that were last changed before `before`. */
+export async function sweepPartFiles(dir: string, before: Date, names: RegExp): Promise<number> {
+  let n = 0;
+  for (const name of await readdirOrEmpty(dir)) {
+    if (!names.test(name)) continue;
+    const p = path.join(dir, name);
+    const st = await statOrNull(p);
+    if (!st?.isFile() || st.mtimeMs >= before.getTime()) continue;
+    await fsp.rm(p, { force: true });
+    n++;
+  }
+  return n;
+}
 
 async function readdirOrEmpty(dir: string): Promise<string[]> {
   try {

@@ -29,6 +29,7 @@ import {
 import { attachmentDisposition } from './content-disposition.ts';
 import { uploadFileInParts } from './s3-multipart.ts';
 import { checkExpectation, hashStream, spoolToFile } from './spool.ts';
+import { sweepPartFiles } from './fs-store.ts';
 
 export interface S3BlobStoreOptions {
   bucket: string;
@@ -148,6 +149,17 @@ export class S3BlobStore implements BlobStore {
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
+  }
+
+  /** Spooled bodies a crash left in the local spool directory. */
+  async sweepTemp(before: Date): Promise<number> {
+    return sweepPartFiles(this.spoolDir, before, /\.part$/);
+  }
+
+  /** Never: see BlobStore.deleteIfWrittenBefore (a bucket lifecycle rule or an audit handles S3). */
+  async deleteIfWrittenBefore(sha256: string): Promise<boolean> {
+    assertSha256(sha256);
+    return false;
   }
 
   async directUploadTarget(uploadId: string, expect: DirectUploadExpectation, expiresInSeconds: number): Promise<DirectUploadTarget> {

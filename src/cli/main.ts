@@ -1,11 +1,13 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openDatabase, migrate } from '../db/database.ts';
+import { inspectDatabase, openDatabase, migrate } from '../db/database.ts';
 import { registerUser, RegistrationError, setAccountStatus, setAccountSuspended } from '../accounts/accounts.service.ts';
 import { createApiKey } from '../auth/keys.service.ts';
 import { findUserByEmail } from '../users/users.service.ts';
 import type { PlanName, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
+import { BackupError } from '../backup/manifest.ts';
+import { SERVER_VERSION } from '../version.ts';
 
 function config() {
   try {
@@ -19,24 +21,56 @@ function config() {
   }
 }
 
-/** Runs an operator command against the configured database and prints one JSON object. */
-async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>) {
+/** Prints one JSON object (the operator commands' only output on stdout). */
+function print(out: unknown): void {
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
+
+/** Prints `{"error": …}` and sets exit code 1: how every operator command fails. */
+function fail(err: unknown): void {
+  const message =
+    err instanceof RegistrationError
+      ? `${err.field}: ${err.message}`
+      : err instanceof AppError || err instanceof BackupError
+        ? `${err.code}: ${err.message}`
+        : err instanceof Error
+          ? err.message
+          : String(err);
+  print({ error: message });
+  process.exitCode = 1;
+}
+
+/**
+ * Runs an operator command against the server's database (the same CUBBY_* settings as `serve`)
+ * and prints one JSON object. A missing or empty database is refused with exit 1, so a command run
+ * with the wrong settings never creates a new data dir beside the real one; only `create-user`
+ * (`initialise`) may create and migrate a database, so a first user can exist before the first start.
+ */
+async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>, opts: { initialise?: boolean } = {}) {
   const cfg = config();
+  if (!opts.initialise) {
+    const state = await inspectDatabase(cfg.databaseUrl, cfg.databaseSchema).catch((err: unknown) => err as Error);
+    if (state instanceof Error) return fail(new Error(`cannot reach the database: ${state.message}`));
+    if (state.state !== 'ready') {
+      return fail(
+        new Error(
+          `no Cubby database at ${state.where} (${state.state === 'missing' ? 'it does not exist' : 'it is empty'}): run admin commands with the same CUBBY_* settings as \`cubby serve\` (CUBBY_DATA_DIR=${cfg.dataDir}), or start the server once to create the database`,
+        ),
+      );
+    }
+  }
   const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
   try {
     await migrate(database);
-    const out = await fn(database.db);
-    process.stdout.write(`${JSON.stringify(out)}\n`);
+    print(await fn(database.db));
   } catch (err) {
-    const message = err instanceof RegistrationError ? `${err.field}: ${err.message}` : err instanceof AppError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
-    process.stdout.write(`${JSON.stringify({ error: message })}\n`);
-    process.exitCode = 1;
+    fail(err);
   } finally {
     await database.close();
   }
 }
 
-const program = new Command('cubby').description('Cubby: private file buckets with their own email addresses');
+const program = new Command('cubby').description('Cubby: private file buckets with their own email addresses').version(SERVER_VERSION, '-V, --version', 'print the version');
 
 program
   .command('serve')
@@ -83,29 +117,34 @@ program
     process.on('SIGTERM', shutdown);
   });
 
-const admin = program.command('admin').description('Operator commands for self-hosters (print one JSON object)');
+const admin = program
+  .command('admin')
+  .description('Operator commands for self-hosters: each prints one JSON object; they read the same CUBBY_* settings as serve')
+  .addHelpText('after', '\nA missing or empty database is refused (exit 1); only create-user may create it.');
 
 admin
   .command('create-user')
-  .requiredOption('--email <email>')
-  .requiredOption('--password <password>')
-  .requiredOption('--name <name>')
-  .option('--account-name <name>')
-  .addOption(new Option('--plan <plan>').choices(['free', 'paid', 'pilot', 'agency']).default('free'))
+  .description('Create a person with their own account (may create and migrate a new database: the first user can exist before the first start)')
+  .requiredOption('--email <email>', 'sign-in email')
+  .requiredOption('--password <password>', 'sign-in password')
+  .requiredOption('--name <name>', "the person's name")
+  .option('--account-name <name>', "the account's name (default: from the person's name)")
+  .addOption(new Option('--plan <plan>', "the account's plan").choices(['free', 'paid', 'pilot', 'agency']).default('free'))
   .action((o) =>
     withDatabase(async (db) => {
       const { user, account } = await registerUser(db, { email: o.email, password: o.password, name: o.name, accountName: o.accountName, plan: o.plan as PlanName }, new Date());
       return { user: { id: user.id, email: user.email, name: user.name }, account: { id: account.id, name: account.name, kind: account.kind, plan: account.plan } };
-    }),
+    }, { initialise: true }),
   );
 
 admin
   .command('create-key')
-  .requiredOption('--email <email>')
+  .description('Create an API key for a person (printed once; only its hash is stored)')
+  .requiredOption('--email <email>', "the person's sign-in email")
   .option('--account <id>', 'account the key acts on by default (default: the person\'s first account)')
-  .addOption(new Option('--scope <scope>').choices(['mailbox_read', 'mailbox_write', 'mailbox_admin']).default('mailbox_admin'))
-  .option('--label <label>')
-  .option('--expires-at <iso>')
+  .addOption(new Option('--scope <scope>', 'what the key may do').choices(['mailbox_read', 'mailbox_write', 'mailbox_admin']).default('mailbox_admin'))
+  .option('--label <label>', 'a name for the key')
+  .option('--expires-at <iso>', 'expiry time (ISO 8601; default: never)')
   .action((o) =>
     withDatabase(async (db) => {
       const user = await findUserByEmail(db, o.email);
@@ -120,9 +159,10 @@ admin
 
 admin
   .command('set-status')
-  .requiredOption('--account <id>')
-  .addOption(new Option('--status <status>').choices(['active', 'read_only']).makeOptionMandatory())
-  .option('--reason <text>')
+  .description("Set an account's status: read_only keeps its data readable and refuses changes and new mail")
+  .requiredOption('--account <id>', 'account id (acct_…)')
+  .addOption(new Option('--status <status>', 'the new status').choices(['active', 'read_only']).makeOptionMandatory())
+  .option('--reason <text>', 'shown to the account')
   .action((o) =>
     withDatabase(async (db) => {
       await setAccountStatus(db, o.account, o.status, o.reason ?? null, new Date());
@@ -132,7 +172,8 @@ admin
 
 admin
   .command('suspend')
-  .requiredOption('--account <id>')
+  .description('Suspend an account (changes, incoming mail and its published sites refused), or lift the suspension')
+  .requiredOption('--account <id>', 'account id (acct_…)')
   .option('--lift', 'lift the suspension')
   .action((o) =>
     withDatabase(async (db) => {
@@ -144,8 +185,8 @@ admin
 admin
   .command('set-publishing')
   .description('Switch website publishing on or off for an account (off for new accounts)')
-  .requiredOption('--account <id>')
-  .addOption(new Option('--enabled <bool>').choices(['true', 'false']).makeOptionMandatory())
+  .requiredOption('--account <id>', 'account id (acct_…)')
+  .addOption(new Option('--enabled <bool>', 'on or off').choices(['true', 'false']).makeOptionMandatory())
   .action((o) =>
     withDatabase(async (db) => {
       const { setWebsitePublishing } = await import('../sites/admin.ts');
@@ -156,7 +197,7 @@ admin
 admin
   .command('dkim-key')
   .description('Create or replace the DKIM signing key of a sending domain; prints the DNS TXT record to publish')
-  .requiredOption('--domain <domain>')
+  .requiredOption('--domain <domain>', 'the sending domain')
   .option('--selector <selector>', 'DNS label of the key', 'cubby1')
   .action((o) =>
     withDatabase(async (db) => {
@@ -166,5 +207,43 @@ admin
       return { domain: o.domain.toLowerCase(), selector: o.selector, dns_txt_name: record.name, dns_txt_value: record.value };
     }),
   );
+
+admin
+  .command('list-accounts')
+  .description('List every account with its plan, status and members')
+  .action(() =>
+    withDatabase(async (db) => {
+      const { listAccounts } = await import('./listings.ts');
+      return { accounts: await listAccounts(db) };
+    }),
+  );
+
+admin
+  .command('list-users')
+  .description('List every person with their accounts and roles')
+  .action(() =>
+    withDatabase(async (db) => {
+      const { listUsers } = await import('./listings.ts');
+      return { users: await listUsers(db) };
+    }),
+  );
+
+admin
+  .command('backup')
+  .description('Take a consistent backup of the running server: database snapshot, blobs, secret key and a manifest (see docs/operations.md)')
+  .requiredOption('--out <dir>', 'a new or empty directory to write the backup into')
+  .action(async (o) => {
+    const { backup } = await import('../backup/backup.ts');
+    await backup(config(), o.out, new Date()).then(print, fail);
+  });
+
+admin
+  .command('restore')
+  .description('Restore a backup into an empty data dir (and, on Postgres, an empty schema); then start the server on it')
+  .requiredOption('--from <dir>', 'a directory written by admin backup')
+  .action(async (o) => {
+    const { restore } = await import('../backup/restore.ts');
+    await restore(config(), o.from).then(print, fail);
+  });
 
 await program.parseAsync(process.argv);

@@ -47,8 +47,57 @@ const MIGRATIONS: Record<string, Migration> = {
 pg.types.setTypeParser(20, (v) => Number(v));
 
 export async function openDatabase(url: string, schema?: string): Promise<Database> {
-  if (/^postgres(ql)?:/.test(url)) return openPostgres(url, schema);
-  return openSqlite(url.replace(/^(sqlite|file):(\/\/)?/, ''));
+  if (isPostgresUrl(url)) return openPostgres(url, schema);
+  return openSqlite(sqlitePath(url));
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:/.test(url);
+}
+
+/** The file a sqlite: URL (or bare path) names. */
+export function sqlitePath(url: string): string {
+  return url.replace(/^(sqlite|file):(\/\/)?/, '');
+}
+
+/** Kysely's bookkeeping table: present once any migration has run. */
+export const MIGRATION_TABLE = 'kysely_migration';
+
+export interface DatabaseState {
+  /** missing: no file / no schema; empty: there, but Cubby never ran on it; ready: migrated at least once. */
+  state: 'missing' | 'empty' | 'ready';
+  /** Where we looked, for messages (a file path, or `postgres schema "x"`; never the URL: it may hold a password). */
+  where: string;
+}
+
+/**
+ * Looks at a database without creating or changing anything, so operator commands can refuse to
+ * run against the wrong place instead of initialising a new, empty database there.
+ */
+export async function inspectDatabase(url: string, schema?: string): Promise<DatabaseState> {
+  if (!isPostgresUrl(url)) {
+    const file = path.resolve(sqlitePath(url));
+    if (!fs.existsSync(file)) return { state: 'missing', where: file };
+    const probe = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+    try {
+      const row = probe.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(MIGRATION_TABLE);
+      return { state: row ? 'ready' : 'empty', where: file };
+    } finally {
+      probe.close();
+    }
+  }
+  const name = schema ?? 'public';
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const where = `postgres schema "${name}"`;
+    const s = await client.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [name]);
+    if (s.rowCount === 0) return { state: 'missing', where };
+    const t = await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [name, MIGRATION_TABLE]);
+    return { state: t.rowCount === 0 ? 'empty' : 'ready', where };
+  } finally {
+    await client.end();
+  }
 }
 
 function openSqlite(file: string): Database {

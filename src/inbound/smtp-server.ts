@@ -1,4 +1,5 @@
-import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { SMTPServer, SMTPServerSession } from 'smtp-server';
+import { GreetingSmtpServer } from './greeting.ts';
 import { once } from 'node:events';
 import { isIPv6 } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -87,7 +88,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
     report(session, tx, { code: tx.refused.at(-1)?.code ?? 0 });
   };
 
-  const server = new SMTPServer({
+  const server = new GreetingSmtpServer({
     name: opts.hostname,
     banner: 'Cubby ESMTP',
     size: SERVER_MAX_MESSAGE_BYTES,
@@ -171,7 +172,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         .receive({ body: stream, recipients: tx.recipients, mailFrom, clientIp: session.remoteAddress ?? null, helo: session.hostNameAppearsAs ?? null }, facts)
         .then((ids) => finish(null, ids), (err) => finish(err));
     },
-  });
+  }, deps.config.smtpGreetingDelayMs);
   busyByServer.set(server, busy);
   server.on('error', (err) => opts.log.warn({ err: { message: err.message, code: (err as NodeJS.ErrnoException).code } }, 'smtp connection error'));
   return server;

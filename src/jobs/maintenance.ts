@@ -4,6 +4,7 @@ import { sweepFinishedJobs } from './queue.ts';
 import { sweepActivity } from '../activity/activity.service.ts';
 import { expireUploadSessions } from '../uploads/upload-sessions.lifecycle.ts';
 import { collectGarbageBlobs, purgeDeletedMailboxes } from '../files/purge.service.ts';
+import { sweepOrphans } from '../files/orphans.service.ts';
 import { sweepSessions } from '../web/session.ts';
 import { sweepSignInAttempts } from '../web/throttle.ts';
 
@@ -20,6 +21,9 @@ export function registerMaintenance(worker: Worker, deps: AppDeps): void {
     ['maintenance.sign_in_attempts', 60 * MINUTE, () => sweepSignInAttempts(deps.db, deps.now())],
     ['maintenance.blobs', 60 * MINUTE, () => collectGarbageBlobs(deps.db, deps.blobs, deps.now())],
     ['maintenance.jobs', 60 * MINUTE, () => sweepFinishedJobs(deps.db, deps.now())],
+    // Crash leftovers (temp files, blobs whose row was never committed) past CUBBY_ORPHAN_SWEEP_AGE_S;
+    // hourly, or as often as the age when that is shorter, so a short age is honoured soon.
+    ['maintenance.orphans', Math.max(1000, Math.min(60 * MINUTE, deps.config.orphanSweepAgeMs)), () => sweepOrphans(deps.db, deps.blobs, deps.now(), deps.config.orphanSweepAgeMs)],
   ];
   for (const [name, every, run] of tasks) {
     worker.register(name, { handler: async () => void (await run()), leaseMs: 10 * MINUTE });
