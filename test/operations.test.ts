@@ -65,6 +65,10 @@ for (const kind of DATABASES) {
       expect((await logs.next((l) => l.http?.request_id === anon.body.error.request_id)).http).toMatchObject({ status: 401, account_id: null, error_code: 'UNAUTHENTICATED' });
       expect((await logs.next((l) => l.http?.request_id === unknown.headers.get('x-request-id'))).http).toMatchObject({ status: 404, route: 'unmatched' });
       expect(logs.text).not.toContain('abc123xyz');
+      // An error Fastify raises before routing (a broken percent-encoding) is logged with its id too.
+      const broken = await app.request('GET', '/v1/mailboxes/%E0%A4%A');
+      expect(broken.status).toBe(404);
+      expect((await logs.next((l) => l.http?.request_id === broken.body.error.request_id)).http).toMatchObject({ status: 404, error_code: 'NOT_FOUND' });
       // The sites listener logs its requests the same way, naming the site, not the path.
       const site = await siteFetch(`${app.started.urls.sites!.replace('//', '//nosuchsite.')}/private/path?code=xyz987secret`);
       expect(site.status).toBe(404);

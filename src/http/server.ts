@@ -61,7 +61,11 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     // finish within the shutdown grace (src/app.ts cuts what is left after it).
     forceCloseConnections: 'idle',
     // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
-    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl()),
+    // They skip the hooks, so their log line is written here.
+    frameworkErrors: (err, req, reply) => {
+      reply.raw.once('finish', () => logRequest(deps, req, reply));
+      return sendError(req, reply, err, deps.publicUrl());
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
