@@ -135,6 +135,11 @@ for (const kind of DATABASES) {
         fs.renameSync(`${root}.away`, root);
       }
       expect((await app.request('GET', '/readyz')).status).toBe(200);
+      // Successful probes are logged at debug only (this app logs from info); failures are not.
+      const after = await app.request('GET', '/v1/mailboxes', { key: user.key });
+      await logs.next((l) => l.http?.request_id === after.headers.get('x-request-id'));
+      const probes = logs.lines.filter((l) => l.http?.route === '/readyz');
+      expect(probes.map((l) => l.http.status)).toEqual([503, 503]);
     });
 
     it('GET /metrics serves Prometheus text to loopback clients, refuses proxied ones', async () => {
