@@ -119,7 +119,13 @@ describe.skipIf(!PG_URL)('scale-out: api,sites and smtp,worker processes on one 
     expect(hooks.received[0]!.verified).toBe(true);
     expect(hooks.received[0]!.body).toContain(emailId);
 
-    const email = await api.request('GET', `/v1/mailboxes/${box.id}/emails/${emailId}`, { key });
+    // The worker node labels the email after storing it; until then a read answers 503 with
+    // Retry-After, and a client waits that long, as here.
+    let email = await api.request('GET', `/v1/mailboxes/${box.id}/emails/${emailId}`, { key });
+    for (let n = 0; n < 10 && email.status === 503 && email.body?.error?.code === 'EMAIL_LABELING_PENDING'; n++) {
+      await new Promise((r) => setTimeout(r, Number(email.headers.get('retry-after') ?? 1) * 1000));
+      email = await api.request('GET', `/v1/mailboxes/${box.id}/emails/${emailId}`, { key });
+    }
     expect(email.status, email.text).toBe(200);
     expect(JSON.stringify(email.body.data)).toContain('Across nodes');
     const files = await api.request('GET', `/v1/mailboxes/${box.id}/files`, { key, query: { limit: 50 } });
