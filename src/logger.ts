@@ -29,7 +29,7 @@ export function createLogger(opts: LoggerOptions): Logger {
   if (opts.format === 'pretty') {
     // A stream in this thread, not a worker transport: lines are written in order and none are
     // lost when the process exits right after a shutdown line.
-    const stream = pretty({ colorize: !opts.destination && Boolean(process.stdout.isTTY), sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', destination: opts.destination as NodeJS.WritableStream | undefined });
+    const stream = pretty({ colorize: !opts.destination && Boolean(process.stdout.isTTY), sync: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,reqId', destination: opts.destination as NodeJS.WritableStream | undefined });
     return pino(base, stream);
   }
   return opts.destination ? pino(base, opts.destination) : pino(base);

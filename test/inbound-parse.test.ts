@@ -117,8 +117,9 @@ describe('hostile corpus', () => {
   it.each(corpus.map((m) => [m.name, m] as const))('%s parses within bounds', async (_name, m) => {
     const started = performance.now();
     const p = await parse(m.raw);
-    // A loose sanity guard against pathological inputs, not a performance assertion.
-    expect(performance.now() - started).toBeLessThan(5000);
+    // A loose sanity guard against pathological inputs (runaway backtracking takes minutes), not a
+    // performance assertion: wide enough for a full suite on two busy cores (huge-html took 5.6 s).
+    expect(performance.now() - started).toBeLessThan(25_000);
     checkSane(p);
     results.set(m.name, p);
   });

@@ -10,6 +10,7 @@ import { createLogger } from '../src/logger.ts';
 import { DATABASES, startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { LogCollector } from './log-collector.ts';
 import { mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
+import { siteFetch } from './sites-helpers.ts';
 import { makeCert, Receiver, receiverDns, setWebhook, type TestCert } from './webhook-receiver.ts';
 
 // What an operator sees: the log lines, /healthz, /readyz, /metrics, the error docs page, and
@@ -64,6 +65,15 @@ for (const kind of DATABASES) {
       expect((await logs.next((l) => l.http?.request_id === anon.body.error.request_id)).http).toMatchObject({ status: 401, account_id: null, error_code: 'UNAUTHENTICATED' });
       expect((await logs.next((l) => l.http?.request_id === unknown.headers.get('x-request-id'))).http).toMatchObject({ status: 404, route: 'unmatched' });
       expect(logs.text).not.toContain('abc123xyz');
+      // An error Fastify raises before routing (a broken percent-encoding) is logged with its id too.
+      const broken = await app.request('GET', '/v1/mailboxes/%E0%A4%A');
+      expect(broken.status).toBe(404);
+      expect((await logs.next((l) => l.http?.request_id === broken.body.error.request_id)).http).toMatchObject({ status: 404, error_code: 'NOT_FOUND' });
+      // The sites listener logs its requests the same way, naming the site, not the path.
+      const site = await siteFetch(`${app.started.urls.sites!.replace('//', '//nosuchsite.')}/private/path?code=xyz987secret`);
+      expect(site.status).toBe(404);
+      expect((await logs.next((l) => l.http?.route === 'site')).http).toMatchObject({ method: 'GET', site: 'nosuchsite', status: 404, ms: expect.any(Number) });
+      expect(logs.text).not.toContain('xyz987secret');
     });
 
     it('logs one line per SMTP transaction (envelope, size, ids, SPF/DKIM/DMARC, reply) and one per job run and webhook attempt', async () => {
@@ -125,6 +135,11 @@ for (const kind of DATABASES) {
         fs.renameSync(`${root}.away`, root);
       }
       expect((await app.request('GET', '/readyz')).status).toBe(200);
+      // Successful probes are logged at debug only (this app logs from info); failures are not.
+      const after = await app.request('GET', '/v1/mailboxes', { key: user.key });
+      await logs.next((l) => l.http?.request_id === after.headers.get('x-request-id'));
+      const probes = logs.lines.filter((l) => l.http?.route === '/readyz');
+      expect(probes.map((l) => l.http.status)).toEqual([503, 503]);
     });
 
     it('GET /metrics serves Prometheus text to loopback clients, refuses proxied ones', async () => {

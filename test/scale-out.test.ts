@@ -41,7 +41,7 @@ function remote(base: string): TestApp {
   return { base, request } as unknown as TestApp;
 }
 
-describe.skipIf(!PG_URL)('scale-out: api,sites and smtp,worker processes on one Postgres and one S3 store', () => {
+describe.skipIf(!PG_URL)('scale-out: api,sites and smtp,worker processes on one Postgres and one S3 store', { timeout: 120_000 }, () => {
   const s3 = useS3rver();
   const schema = `t_scale_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-scale-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-scale-b-'))];
@@ -64,7 +64,7 @@ describe.skipIf(!PG_URL)('scale-out: api,sites and smtp,worker processes on one 
     // The first process migrates the schema; the second then finds it migrated.
     front = await startServe({ ...shared, CUBBY_ROLES: 'api,sites' });
     back = await startServe({ ...shared, CUBBY_DATA_DIR: dirs[1]!, CUBBY_ROLES: 'smtp,worker' });
-  });
+  }, 180_000);
 
   afterAll(async () => {
     await Promise.all([front?.stop(), back?.stop()]);
@@ -119,7 +119,13 @@ describe.skipIf(!PG_URL)('scale-out: api,sites and smtp,worker processes on one 
     expect(hooks.received[0]!.verified).toBe(true);
     expect(hooks.received[0]!.body).toContain(emailId);
 
-    const email = await api.request('GET', `/v1/mailboxes/${box.id}/emails/${emailId}`, { key });
+    // The worker node labels the email after storing it; until then a read answers 503 with
+    // Retry-After, and a client waits that long, as here.
+    let email = await api.request('GET', `/v1/mailboxes/${box.id}/emails/${emailId}`, { key });
+    for (let n = 0; n < 10 && email.status === 503 && email.body?.error?.code === 'EMAIL_LABELING_PENDING'; n++) {
+      await new Promise((r) => setTimeout(r, Number(email.headers.get('retry-after') ?? 1) * 1000));
+      email = await api.request('GET', `/v1/mailboxes/${box.id}/emails/${emailId}`, { key });
+    }
     expect(email.status, email.text).toBe(200);
     expect(JSON.stringify(email.body.data)).toContain('Across nodes');
     const files = await api.request('GET', `/v1/mailboxes/${box.id}/files`, { key, query: { limit: 50 } });

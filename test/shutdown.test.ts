@@ -83,6 +83,6 @@ for (const kind of DATABASES) {
       const list = await fetch(`${server.base}/v1/mailboxes/${mailbox.id}/emails`, { headers: auth });
       const emails = (await list.json()).data.emails;
       expect(emails.map((e: { id: string }) => e.id)).toEqual([emailId]);
-    });
+    }, 180_000); // four process starts (two servers, two admin commands) on a busy machine
   });
 }

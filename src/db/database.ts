@@ -170,14 +170,34 @@ function migratorFor(db: Kysely<DB>, schema: string | undefined): Migrator {
 
 /** Names of the migrations this code has that the database has not run (readiness checks). */
 export async function pendingMigrations(db: Kysely<DB>, dialect: Dialect, schema: string | undefined): Promise<string[]> {
-  const all = await migratorFor(db, dialect === 'postgres' ? (schema ?? 'public') : undefined).getMigrations();
-  return all.filter((m) => !m.executedAt).map((m) => m.name);
+  const own = dialect === 'postgres' ? (schema ?? 'public') : undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const all = await migratorFor(db, own).getMigrations();
+      return all.filter((m) => !m.executedAt).map((m) => m.name);
+    } catch (err) {
+      if (attempt >= 5 || !otherSchemaVanished(err, own)) throw err;
+    }
+  }
+}
+
+/**
+ * Kysely looks for its bookkeeping tables by listing the tables of every schema in the database
+ * (on Postgres, with functions that fail when a schema is dropped while the listing runs). When
+ * another schema vanishes meanwhile (parallel test suites, other tenants of the database), the
+ * listing is simply made again.
+ */
+function otherSchemaVanished(err: unknown, own: string | undefined): boolean {
+  const m = /schema "([^"]+)" does not exist/.exec(String((err as Error)?.message ?? err));
+  return m !== null && m[1] !== own;
 }
 
 export async function migrate(database: Database): Promise<void> {
   const migrator = migratorFor(database.db, database.schema);
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return;
+    if (attempt < 5 && otherSchemaVanished(error, database.schema)) continue;
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${String(error)}`);
   }

@@ -5,6 +5,9 @@ import type { AppDeps } from '../context.ts';
 // line names the route pattern (`/v1/mailboxes/:id`), never the URL: paths and query strings can
 // carry secrets (sign-in links, tokens); headers and bodies are not logged either.
 
+/** Polled every few seconds by load balancers and scrapers: their successes are logged at debug. */
+const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
+
 export function logRequest(deps: AppDeps, req: FastifyRequest, reply: FastifyReply): void {
   // Requests that matched no route share one label, so scanners cannot grow the metrics.
   const route = req.routeOptions.url ?? 'unmatched';
@@ -26,5 +29,6 @@ export function logRequest(deps: AppDeps, req: FastifyRequest, reply: FastifyRep
     },
   };
   if (status >= 500) req.log.error(line, 'request');
+  else if (PROBES.has(route) && status < 400) req.log.debug(line, 'request');
   else req.log.info(line, 'request');
 }

@@ -71,7 +71,11 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
     // finish within the shutdown grace (src/app.ts cuts what is left after it).
     forceCloseConnections: 'idle',
     // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
-    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl(), deps.config.compatBrands),
+    // They skip the hooks, so their log line is written here.
+    frameworkErrors: (err, req, reply) => {
+      reply.raw.once('finish', () => logRequest(deps, req, reply));
+      return sendError(req, reply, err, deps.publicUrl(), deps.config.compatBrands);
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   // Response schemas document the contract (and the test suite checks every reply against

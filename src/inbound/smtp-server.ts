@@ -27,7 +27,12 @@ interface Transaction {
 }
 
 /** Per server: sessions whose DATA is being received or stored (a shutdown lets them finish). */
-const busyByServer = new WeakMap<SMTPServer, Set<string>>();
+interface ShutdownState {
+  busy: Set<string>;
+  /** Set by closeSmtpServer: closes every session not in DATA (called again as each DATA ends). */
+  closeIdle: (() => void) | null;
+}
+const shutdownByServer = new WeakMap<SMTPServer, ShutdownState>();
 
 const MAX_RECIPIENTS = 100;
 /** Refused recipients per connection before we stop answering (address harvesting). */
@@ -48,7 +53,8 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
   const messages = new Map<string, number>();
   const perIp = new Map<string, number>();
   const counted = new Set<string>();
-  const busy = new Set<string>();
+  const state: ShutdownState = { busy: new Set<string>(), closeIdle: null };
+  const busy = state.busy;
 
   // One log line (and one metrics sample) per transaction: when DATA is answered, or when a
   // transaction ends without DATA (all recipients refused, RSET, a new MAIL FROM, disconnect).
@@ -166,6 +172,8 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         report(session, tx, { code: reply?.responseCode ?? 250, size: facts.size, ids, auth: facts.auth });
         if (reply) cb(reply);
         else cb(null, `2.0.0 Ok: stored ${ids!.join(' ')}`);
+        // Shutting down: the reply is on its way; the session is closed right after it.
+        if (state.closeIdle) setImmediate(state.closeIdle);
       };
       if (!tx.recipients.length) return void finish(new AppError('RECIPIENT_UNKNOWN', 'no valid recipients'));
       pipeline
@@ -173,7 +181,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         .then((ids) => finish(null, ids), (err) => finish(err));
     },
   }, deps.config.smtpGreetingDelayMs);
-  busyByServer.set(server, busy);
+  shutdownByServer.set(server, state);
   server.on('error', (err) => opts.log.warn({ err: { message: err.message, code: (err as NodeJS.ErrnoException).code } }, 'smtp connection error'));
   return server;
 }
@@ -185,21 +193,19 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
  * is answered 421 and closed by smtp-server. Resolves when every connection is gone.
  */
 export function closeSmtpServer(server: SMTPServer, graceMs: number): Promise<void> {
-  const busy = busyByServer.get(server) ?? new Set<string>();
+  const state = shutdownByServer.get(server) ?? { busy: new Set<string>(), closeIdle: null };
   (server.options as { closeTimeout?: number }).closeTimeout = Math.max(1, graceMs);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   const connections = (server as unknown as { connections: Set<{ session: SMTPServerSession; send(code: number, text: string): void; close(): void }> }).connections;
-  const closeIdle = () => {
+  state.closeIdle = () => {
     for (const c of [...connections]) {
-      if (busy.has(c.session.id)) continue;
+      if (state.busy.has(c.session.id)) continue;
       c.send(421, 'Server shutting down; try again later');
       c.close();
     }
   };
-  closeIdle();
-  // A session whose DATA finishes is closed right after its reply is written.
-  const timer = setInterval(closeIdle, 50);
-  return closed.finally(() => clearInterval(timer));
+  state.closeIdle();
+  return closed;
 }
 
 /** Reads and discards the rest of DATA so that the reply lines up with the client's stream. */

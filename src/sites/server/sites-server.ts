@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AppDeps } from '../../context.ts';
@@ -122,6 +123,17 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
   };
 
   return (req: IncomingMessage, res: ServerResponse) => {
+    // One line and one metrics sample per request, as on the API listener: the site's label, never
+    // the path or query (a visitor's link may carry a token).
+    const t0 = performance.now();
+    res.once('finish', () => {
+      const ms = performance.now() - t0;
+      const method = req.method ?? 'GET';
+      const labels = { method, route: 'site', status: String(res.statusCode) };
+      deps.metrics.httpRequests.inc(labels);
+      deps.metrics.httpDuration.observe(labels, ms / 1000);
+      deps.log.info({ http: { method, route: 'site', site: labelFromHost(deps.config, req.headers.host), status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
+    });
     handle(req, res).catch((err) => {
       log.error({ err }, 'sites server request failed');
       if (!res.headersSent) sendText(res, null, 500, 'Internal error', 'text/plain; charset=utf-8');
