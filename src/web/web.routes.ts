@@ -11,6 +11,9 @@ import { registerHomePage } from './home.pages.ts';
 import { registerKeyPages } from './keys.pages.ts';
 import { registerMailboxPages } from './mailbox.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
+import { registerAssets } from './assets.ts';
+import { registerMailboxAdminPages } from './mailbox-admin.pages.ts';
+import { registerComposePages } from './compose.pages.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
 export const CSRF_COOKIE = 'cubby_csrf';
@@ -59,13 +62,16 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
       if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendPage(reply, 413, messagePage('Too much data', 'The form you sent is too large.'));
       if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendPage(reply, 415, messagePage('Unsupported form', 'Send this form from its page.'));
       req.log.error({ err }, 'web page failed');
-      return sendPage(reply, 500, messagePage('Something went wrong', `An internal error occurred. If it persists, quote request id ${req.id}.`));
+      return sendPage(reply, 500, messagePage('Something went wrong', `An internal error occurred. If it persists, quote request id ${req.id}.`, undefined, { status: 500 }));
     });
 
+    registerAssets(web);
     registerAuthPages(web, deps);
     registerHomePage(web, deps);
     registerKeyPages(web, deps);
+    registerMailboxAdminPages(web, deps);
     registerMailboxPages(web, deps);
+    registerComposePages(web, deps);
     registerAgentAccessPages(web, deps);
   });
 }

@@ -1,0 +1,163 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { sendMail } from './smtp-helpers.ts';
+import { browserSuiteTitle, HAVE_CHROMIUM, useChromium } from './browser.ts';
+import { describeEachDatabase } from './harness.ts';
+import { expectAccessible, narrowPage, overflowsSideways, shoot, signIn } from './workspace-helpers.ts';
+
+// The dashboard as a workspace, driven in Chromium as a person would: create a mailbox, get mail,
+// read it safely, reply, archive. Every page visited is checked with axe-core and photographed
+// (test/artifacts/), and again at 390 px wide, where nothing may overflow sideways.
+
+const TITLE = browserSuiteTitle('dashboard workspace in a browser');
+
+describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
+  describeEachDatabase('workspace journey', (app) => {
+    const browser = useChromium();
+    const visited: string[] = [];
+    // A stand-in for a sender's tracking server: counts fetches of its image.
+    let remoteHits = 0;
+    let remoteUrl = '';
+    const remote = http.createServer((_req, res) => {
+      remoteHits++;
+      res.writeHead(200, { 'content-type': 'image/gif' }).end(Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64'));
+    });
+    beforeAll(async () => {
+      await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+      remoteUrl = `http://127.0.0.1:${(remote.address() as AddressInfo).port}`;
+    });
+    afterAll(async () => {
+      remote.closeAllConnections();
+      await new Promise((resolve) => remote.close(resolve));
+    });
+
+    async function look(page: Page, name: string) {
+      await expectAccessible(page);
+      await shoot(page, `${name}-${app().kind}`);
+      visited.push(new URL(page.url()).pathname + new URL(page.url()).search);
+    }
+
+    it('creates a mailbox from the home page and finds it by search', async () => {
+      const base = app().base;
+      const user = await app().user({ name: 'Ada Workspace' });
+      const page = await browser().newPage();
+      page.setDefaultTimeout(8000);
+      try {
+        await signIn(page, base, user.email);
+        await expect(page.getByRole('heading', { name: 'Mailboxes' }).isVisible()).resolves.toBe(true);
+        await look(page, 'home-empty');
+        await Promise.all([page.waitForURL(`${base}/mailboxes/new`), page.getByRole('link', { name: 'New mailbox' }).click()]);
+        await look(page, 'mailbox-new');
+        await page.getByRole('textbox', { name: /^Title/ }).fill('Invoices');
+        await Promise.all([page.waitForURL(/\/mailboxes\/bkt_\w+\?done=created$/), page.getByRole('button', { name: 'Create mailbox' }).click()]);
+        await look(page, 'mailbox-created');
+
+        // The same title again is refused in words, on the form.
+        await page.goto(`${base}/mailboxes/new`);
+        await page.getByRole('textbox', { name: /^Title/ }).fill('invoices');
+        await page.getByRole('button', { name: 'Create mailbox' }).click();
+        await expect(page.getByRole('alert').textContent()).resolves.toMatch(/already has this title/);
+
+        await page.goto(`${base}/`);
+        await page.getByLabel('Search mailboxes by title or address').fill('invoi');
+        await page.keyboard.press('Enter');
+        await page.waitForURL(/q=invoi/);
+        await expect(page.locator('ul.rows > li').count()).resolves.toBe(1);
+        await look(page, 'home');
+      } finally {
+        await page.close();
+      }
+    });
+
+    it('receives HTML mail that runs nothing and loads nothing remote until asked, then replies to another own mailbox', { timeout: 90_000 }, async () => {
+      const base = app().base;
+      const user = await app().user({ name: 'Mail Reader' });
+      const page = await browser().newPage();
+      page.setDefaultTimeout(8000);
+      const dialogs: string[] = [];
+      page.on('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      try {
+        await signIn(page, base, user.email);
+        for (const title of ['Support', 'Team']) {
+          await page.goto(`${base}/mailboxes/new`);
+          await page.getByRole('textbox', { name: /^Title/ }).fill(title);
+          await Promise.all([page.waitForURL(/done=created$/), page.getByRole('button', { name: 'Create mailbox' }).click()]);
+        }
+        const team = { path: new URL(page.url()).pathname, address: (await page.locator('.addr code').first().textContent())!.trim() };
+        await page.goto(`${base}/?q=support`);
+        await Promise.all([page.waitForURL(/\/mailboxes\/bkt_\w+$/), page.getByRole('link', { name: 'Support' }).click()]);
+        const support = { path: new URL(page.url()).pathname, address: (await page.locator('.addr code').first().textContent())!.trim() };
+
+        const r = await sendMail(app(), {
+          from: 'Partner <partner@example.net>',
+          to: support.address,
+          subject: 'Quarterly report',
+          text: 'Plain text version',
+          html: `<h2>Report</h2><p>Para with <a href="https://example.org/report">link</a> and <b>bold</b>.</p>
+<img src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7" alt="inline">
+<img src="${remoteUrl}/pixel.gif" alt="remote pixel"><img src=x onerror="alert('onerror')"><script>alert('script')</script>`,
+        });
+        expect(r.rejected).toEqual([]);
+        await page.reload();
+        const row = page.locator('ul.rows > li', { hasText: 'Quarterly report' });
+        await expect(row.getAttribute('class')).resolves.toContain('unread');
+        await look(page, 'mailbox');
+
+        await Promise.all([page.waitForURL(/\/emails\/eml_/), row.getByRole('link').click()]);
+        const frame = page.locator('iframe.mail-html');
+        await expect(frame.getAttribute('sandbox')).resolves.toBe('allow-popups allow-popups-to-escape-sandbox');
+        const body = page.frameLocator('iframe.mail-html');
+        await expect(body.getByRole('link', { name: 'link' }).getAttribute('target')).resolves.toBe('_blank');
+        await expect(body.getByRole('link', { name: 'link' }).getAttribute('rel')).resolves.toContain('noopener');
+        await expect(body.getByRole('img', { name: 'inline' }).isVisible()).resolves.toBe(true);
+        await look(page, 'email');
+        expect(remoteHits).toBe(0);
+        await Promise.all([page.waitForURL(/remote=1/), page.getByRole('link', { name: 'Load remote content' }).click()]);
+        await expect.poll(() => remoteHits).toBe(1);
+        for (const view of ['Text', 'Headers', 'Source']) {
+          await page.getByRole('link', { name: view, exact: true }).click();
+          await page.locator(`.tabs a[aria-current=page]`, { hasText: view }).waitFor();
+          await look(page, `email-${view.toLowerCase()}`);
+        }
+        await expect(page.locator('pre.source').textContent()).resolves.toContain('Subject: Quarterly report');
+        expect(dialogs).toEqual([]);
+
+        // A reply to an outside sender of a free account is refused in words; to another own mailbox it goes.
+        await page.getByRole('link', { name: 'Reply', exact: true }).click();
+        await page.getByRole('textbox', { name: /^To/ }).fill('partner@example.net');
+        await page.getByRole('button', { name: 'Send' }).click();
+        await expect(page.getByRole('alert').first().textContent()).resolves.toMatch(/partner@example.net/);
+        await look(page, 'compose-refused');
+        await page.getByRole('textbox', { name: /^To/ }).fill(team.address);
+        await Promise.all([page.waitForURL(/done=sent$/), page.getByRole('button', { name: 'Send' }).click()]);
+        await look(page, 'sent');
+        await expect.poll(async () => {
+          await page.goto(`${base}${team.path}`);
+          return page.locator('ul.rows > li', { hasText: 'Re: Quarterly report' }).count();
+        }, { timeout: 15_000 }).toBe(1);
+        await look(page, 'team-mailbox');
+      } finally {
+        await page.close();
+      }
+    });
+
+    it('shows no page wider than a 390 px phone', async () => {
+      const page = await narrowPage(browser());
+      try {
+        for (const path of ['/', ...visited.filter((p) => p !== '/')]) {
+          await page.goto(`${app().base}${path}`);
+          const o = await overflowsSideways(page);
+          expect(o, path).toMatchObject({ overflow: false });
+          await shoot(page, `narrow${path.replace(/[^a-z0-9]+/gi, '-')}-${app().kind}`);
+        }
+      } finally {
+        await page.close();
+      }
+    });
+  });
+});
