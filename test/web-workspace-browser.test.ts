@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,6 +146,74 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await look(page, 'team-mailbox');
       } finally {
         await page.close();
+      }
+    });
+
+    it('uploads a folder of 50 files and dropped files with progress, then browses, previews, renames and restores a version', { timeout: 120_000 }, async () => {
+      const base = app().base;
+      const user = await app().user({ name: 'File Keeper' });
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-upload-'));
+      const folder = path.join(dir, 'reports');
+      fs.mkdirSync(folder);
+      for (let i = 1; i <= 50; i++) fs.writeFileSync(path.join(folder, `report-${String(i).padStart(2, '0')}.txt`), `Report ${i}\nline two\n`);
+      const page = await browser().newPage();
+      page.setDefaultTimeout(15_000);
+      try {
+        await signIn(page, base, user.email);
+        await page.goto(`${base}/mailboxes/new`);
+        await page.getByRole('textbox', { name: /^Title/ }).fill('Archive room');
+        await Promise.all([page.waitForURL(/done=created$/), page.getByRole('button', { name: 'Create mailbox' }).click()]);
+        const box = new URL(page.url()).pathname;
+        await page.getByRole('link', { name: 'Files', exact: true }).click();
+        await page.waitForURL(`${base}${box}/files`);
+        await look(page, 'files-empty');
+
+        await page.locator('#pick-folder').setInputFiles(folder);
+        await page.locator('[data-upload][data-finished=ok]').waitFor({ timeout: 60_000 });
+        await expect(page.locator('[data-files] progress').count()).resolves.toBe(50);
+        await shoot(page, `files-uploaded-progress-${app().kind}`);
+        await page.waitForLoadState('load');
+        await page.goto(`${base}${box}/files`);
+
+        // Drag and drop two files onto the drop zone.
+        await page.evaluate(() => {
+          const dt = new DataTransfer();
+          dt.items.add(new File(['# Notes\n\nFirst **draft**.\n'], 'notes.md', { type: 'text/markdown' }));
+          dt.items.add(new File([new Uint8Array([137, 80, 78, 71])], 'tiny.bin'));
+          document.querySelector('[data-dropzone]')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        });
+        await page.locator('[data-upload][data-finished=ok]').waitFor();
+        await page.goto(`${base}${box}/files`);
+        await expect(page.getByRole('link', { name: 'reports/' }).isVisible()).resolves.toBe(true);
+        await look(page, 'files');
+        await page.getByRole('link', { name: 'reports/' }).click();
+        await expect(page.locator('ul.rows > li').count()).resolves.toBe(50);
+        await page.getByRole('link', { name: 'Size ↑' }).or(page.getByRole('link', { name: 'Size' })).first().click();
+        await page.waitForURL(/sort=size/);
+        await look(page, 'files-folder');
+
+        // Preview markdown, append (a new version), see the diff, restore the first version.
+        await page.goto(`${base}${box}/files`);
+        await page.getByRole('link', { name: 'notes.md' }).click();
+        await expect(page.locator('.markdown strong').textContent()).resolves.toBe('draft');
+        await page.getByLabel('Append text').fill('Second line.');
+        await Promise.all([page.waitForURL(/done=appended/), page.getByRole('button', { name: 'Append' }).click()]);
+        await page.getByRole('link', { name: 'Diff' }).first().click();
+        await expect(page.locator('pre.diff .add').textContent()).resolves.toContain('Second line.');
+        await look(page, 'file-diff');
+        await Promise.all([page.waitForURL(/done=restored/), page.getByRole('button', { name: 'Restore' }).first().click()]);
+        await expect(page.locator('.markdown').textContent()).resolves.not.toContain('Second line.');
+        await page.getByLabel('Rename').fill('notes-v1.md');
+        await Promise.all([page.waitForURL(/done=moved/), page.getByRole('button', { name: 'Rename' }).click()]);
+        await expect(page.getByRole('heading', { name: 'notes-v1.md' }).isVisible()).resolves.toBe(true);
+        await look(page, 'file');
+
+        // _email/ is read-only: no change controls on a stored message file.
+        await page.goto(`${base}${box}/files?path=_email`);
+        await expect(page.getByRole('note').textContent()).resolves.toContain('read-only');
+      } finally {
+        await page.close();
+        fs.rmSync(dir, { recursive: true, force: true });
       }
     });
 

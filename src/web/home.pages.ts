@@ -82,7 +82,7 @@ export function registerHomePage(web: FastifyInstance, deps: AppDeps): void {
     const state = !accountMutable(current)
       ? html`<div class="alert bad" role="status">This account is ${current.suspended ? 'suspended' : 'read-only'}: you can read everything, but changes are refused. See <a href="/account">Account</a>.</div>`
       : '';
-    const body = html`<div class="head"><h1>Mailboxes</h1>${writable ? html`<a class="button" href="/mailboxes/new${acct ? `?account=${encodeURIComponent(current.accountId)}` : ''}">New mailbox</a>` : ''}</div>
+    const body = html`<div class="head"><div><h1>Mailboxes</h1><p class="muted small">${current.name} · ${current.role}${current.plan ? ` · ${current.plan} plan` : ''}</p></div>${writable ? html`<a class="button" href="/mailboxes/new${acct ? `?account=${encodeURIComponent(current.accountId)}` : ''}">New mailbox</a>` : ''}</div>
 ${notice(req.query)}${state}${switcher}
 <form method="get" action="/" class="toolbar" role="search">
 ${memberships.length > 1 ? html`<input type="hidden" name="account" value="${current.accountId}">` : ''}${archived ? html`<input type="hidden" name="view" value="archived">` : ''}

@@ -44,6 +44,7 @@ function csp(formAction: string[] = []): string {
     "script-src 'self'",
     "img-src 'self' data:",
     "connect-src 'self'",
+    "media-src 'self'",
     "frame-src 'self'",
     ["form-action 'self'", ...formAction].join(' '),
     "frame-ancestors 'none'",

@@ -122,7 +122,7 @@ export function emailRow(base: string, e: EmailPage['rows'][number]): Html {
     e.subject || html`<span class="muted">(no subject)</span>`
   }</a>
 <div class="small">${who}${e.body_text ? html` <span class="muted">— ${e.body_text.replace(/\s+/g, ' ').slice(0, 120)}</span>` : ''}</div></div>
-<div class="side">${labelTags(e)}${attachments ? html`<span class="tag" title="attachments">📎 ${attachments}</span>` : ''}${formatTime(e.received_at)}</div>
+<div class="side">${labelTags(e)}${attachments ? html`<span class="tag" title="attachments">${attachments} attachment${attachments === 1 ? "" : "s"}</span>` : ''}${formatTime(e.received_at)}</div>
 </li>`;
 }
 

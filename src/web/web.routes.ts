@@ -14,6 +14,7 @@ import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
 import { registerAssets } from './assets.ts';
 import { registerMailboxAdminPages } from './mailbox-admin.pages.ts';
 import { registerComposePages } from './compose.pages.ts';
+import { registerFilesPages } from './files.pages.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
 export const CSRF_COOKIE = 'cubby_csrf';
@@ -72,6 +73,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerMailboxAdminPages(web, deps);
     registerMailboxPages(web, deps);
     registerComposePages(web, deps);
+    registerFilesPages(web, deps);
     registerAgentAccessPages(web, deps);
   });
 }

@@ -69,7 +69,140 @@
     initCopy();
     initConfirm();
     initKeys();
-    if (window.CubbyLive) window.CubbyLive();
-    if (window.CubbyUploads) window.CubbyUploads();
   });
+})();
+
+// Uploads on the files page: a picker (files or a whole folder) or drag-and-drop; each file is
+// sent to the upload route with the page's CSRF token, with a progress bar per file and overall.
+(function () {
+  'use strict';
+  function start() {
+    const box = document.querySelector('[data-upload]');
+    if (!box) return;
+    const url = box.getAttribute('data-upload');
+    const folder = box.getAttribute('data-folder');
+    const csrf = document.body.getAttribute('data-csrf');
+    const progress = box.querySelector('[data-progress]');
+    const overall = box.querySelector('[data-overall]');
+    const overallText = box.querySelector('[data-overall-text]');
+    const list = box.querySelector('[data-files]');
+    const zone = box.querySelector('[data-dropzone]');
+
+    function send(file, rel, bar, status) {
+      return new Promise((resolve) => {
+        const path = (folder ? folder + '/' : '') + rel;
+        const xhr = new XMLHttpRequest();
+        xhr.open('POST', url + '?path=' + encodeURIComponent(path));
+        xhr.setRequestHeader('content-type', 'application/octet-stream');
+        xhr.setRequestHeader('x-csrf-token', csrf);
+        xhr.upload.onprogress = (e) => {
+          if (e.lengthComputable) bar.value = e.loaded / e.total;
+        };
+        xhr.onload = () => {
+          let body = {};
+          try {
+            body = JSON.parse(xhr.responseText);
+          } catch {}
+          const ok = xhr.status === 200;
+          bar.value = 1;
+          status.textContent = ok ? (body.skipped ? 'already there' : 'done') : body.error || 'failed (' + xhr.status + ')';
+          status.className = ok ? 'tag ok' : 'tag bad';
+          resolve(ok);
+        };
+        xhr.onerror = () => {
+          status.textContent = 'network error';
+          status.className = 'tag bad';
+          resolve(false);
+        };
+        xhr.send(file);
+      });
+    }
+
+    async function upload(items) {
+      if (!items.length) return;
+      progress.hidden = false;
+      list.textContent = '';
+      const total = items.reduce((n, i) => n + i.file.size, 0) || 1;
+      let done = 0;
+      let failed = 0;
+      let finished = 0;
+      const rows = items.map((i) => {
+        const li = document.createElement('li');
+        const name = document.createElement('span');
+        name.className = 'main';
+        name.textContent = i.path;
+        const bar = document.createElement('progress');
+        bar.max = 1;
+        bar.value = 0;
+        bar.setAttribute('aria-label', 'Upload of ' + i.path);
+        const status = document.createElement('span');
+        status.className = 'tag';
+        status.textContent = 'waiting';
+        li.append(name, bar, status);
+        list.append(li);
+        return { bar, status };
+      });
+      // Three at a time: quick for many small files, gentle on the server.
+      let next = 0;
+      async function worker() {
+        while (next < items.length) {
+          const n = next++;
+          rows[n].status.textContent = 'uploading';
+          const ok = await send(items[n].file, items[n].path, rows[n].bar, rows[n].status);
+          if (!ok) failed++;
+          done += items[n].file.size;
+          finished++;
+          overall.value = done / total;
+          overallText.textContent = `${finished} of ${items.length} files sent${failed ? `, ${failed} failed` : ''}`;
+        }
+      }
+      await Promise.all([worker(), worker(), worker()]);
+      overall.value = 1;
+      overallText.textContent = `${items.length - failed} of ${items.length} files uploaded${failed ? `, ${failed} failed` : ''}.`;
+      box.setAttribute('data-finished', failed ? 'with-errors' : 'ok');
+      if (!failed) setTimeout(() => location.reload(), 800);
+    }
+
+    box.querySelectorAll('[data-pick]').forEach((input) =>
+      input.addEventListener('change', () => {
+        upload(Array.from(input.files).map((f) => ({ file: f, path: f.webkitRelativePath || f.name })));
+      }),
+    );
+
+    function readEntry(entry, prefix) {
+      return new Promise((resolve) => {
+        if (entry.isFile) entry.file((f) => resolve([{ file: f, path: prefix + f.name }]), () => resolve([]));
+        else if (entry.isDirectory) {
+          const reader = entry.createReader();
+          const all = [];
+          const more = () =>
+            reader.readEntries(async (batch) => {
+              if (!batch.length) {
+                const nested = await Promise.all(all.map((e) => readEntry(e, prefix + entry.name + '/')));
+                resolve(nested.flat());
+              } else {
+                all.push(...batch);
+                more();
+              }
+            }, () => resolve([]));
+          more();
+        } else resolve([]);
+      });
+    }
+    zone.addEventListener('dragover', (e) => {
+      e.preventDefault();
+      zone.classList.add('over');
+    });
+    zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+    zone.addEventListener('drop', async (e) => {
+      e.preventDefault();
+      zone.classList.remove('over');
+      const entries = Array.from(e.dataTransfer.items || [])
+        .map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null))
+        .filter(Boolean);
+      const items = entries.length ? (await Promise.all(entries.map((en) => readEntry(en, '')))).flat() : Array.from(e.dataTransfer.files).map((f) => ({ file: f, path: f.name }));
+      upload(items);
+    });
+  }
+  document.addEventListener('DOMContentLoaded', start);
 })();
