@@ -96,6 +96,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await Promise.all([page.waitForURL(/\/mailboxes\/bkt_\w+$/), page.getByRole('link', { name: 'Support' }).click()]);
         const support = { path: new URL(page.url()).pathname, address: (await page.locator('.addr code').first().textContent())!.trim() };
 
+        await page.locator('ul.rows[data-live-state=open]').waitFor({ state: 'attached' });
         const r = await sendMail(app(), {
           from: 'Partner <partner@example.net>',
           to: support.address,
@@ -106,8 +107,10 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
 <img src="${remoteUrl}/pixel.gif" alt="remote pixel"><img src=x onerror="alert('onerror')"><script>alert('script')</script>`,
         });
         expect(r.rejected).toEqual([]);
-        await page.reload();
+        // It appears live, without a reload, and the tab title counts the unread mail.
         const row = page.locator('ul.rows > li', { hasText: 'Quarterly report' });
+        await row.waitFor({ timeout: 5000 });
+        await expect.poll(() => page.title()).toMatch(/^\(1\) Support/);
         await expect(row.getAttribute('class')).resolves.toContain('unread');
         await look(page, 'mailbox');
 

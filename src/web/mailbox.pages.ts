@@ -8,7 +8,9 @@ import { messagePage, sendPage } from './html.ts';
 import { csrfToken, toSignIn, type WebSession } from './session.ts';
 import { mayChange, openMailbox, type OpenedMailbox } from './person-ctx.ts';
 import { emailListPage, type EmailFilters } from './mailbox.data.ts';
-import { emailPage, mailboxPage, type EmailView } from './mailbox.views.ts';
+import { emailPage, emailRow, mailboxBase, mailboxPage, type EmailView } from './mailbox.views.ts';
+import { issueLiveToken, LIVE_TOKEN_TTL_S } from '../live/tokens.ts';
+import { CHANNEL } from '../live/cable.ts';
 import { frameDocument, MAX_SOURCE_CHARS, rawBytes, viewMessage } from './email-body.ts';
 import { attempt, notice, refusalPage } from './ui.ts';
 
@@ -107,6 +109,35 @@ export function registerMailboxPages(web: FastifyInstance, deps: AppDeps): void 
         notice: notice(req.query),
       }),
     );
+  });
+
+  // A ticket for the live channel, authorized by this page's session (src/live/access.ts checks the
+  // session and membership again on connect and while the socket is open). JSON for app.js.
+  web.get('/mailboxes/:id/live', ROUTE, async (req: FastifyRequest<{ Params: MailboxParams }>, reply) => {
+    const session = req.webSession;
+    if (!session) return reply.code(401).header('cache-control', 'no-store').send({ error: 'Sign in again.' });
+    const opened = await openMailbox(deps, req, session, req.params.id);
+    if (!opened) return reply.code(404).header('cache-control', 'no-store').send({ error: 'Mailbox not found.' });
+    const m = opened.loaded.mailbox;
+    const { token } = await issueLiveToken(deps.db, { apiKeyId: session.id, userId: session.user.id, accountId: m.account_id, mailboxId: m.id }, deps.now());
+    return reply.header('cache-control', 'no-store').send({ token, expires_in: LIVE_TOKEN_TTL_S, channel: CHANNEL, mailbox_id: m.id, account_id: m.account_id });
+  });
+
+  // Rows newer than `after` as list items (escaped like the page), for the live list to prepend.
+  web.get('/mailboxes/:id/rows', ROUTE, async (req: FastifyRequest<{ Params: MailboxParams; Querystring: { after?: string } }>, reply) => {
+    const session = req.webSession;
+    if (!session) return reply.code(401).send('');
+    const opened = await openMailbox(deps, req, session, req.params.id);
+    if (!opened) return reply.code(404).send('');
+    const after = typeof req.query.after === 'string' && SEQ.test(req.query.after) ? Number(req.query.after) : 0;
+    const page = await emailListPage(deps, opened.loaded.mailbox.id, { after });
+    const fresh = await deps.db.selectFrom('mailboxes').select(['unread_count', 'message_count']).where('id', '=', opened.loaded.mailbox.id).executeTakeFirst();
+    const base = mailboxBase(opened.loaded.mailbox);
+    return reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-unread-count', String(Number(fresh?.unread_count ?? 0)))
+      .send(page.rows.map((e) => emailRow(base, e).value).join(''));
   });
 
   web.get('/mailboxes/:id/emails/:email_id', ROUTE, async (req: FastifyRequest<{ Params: EmailParams; Querystring: { view?: string; remote?: string } }>, reply) => {
