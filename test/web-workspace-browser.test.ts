@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { sendMail } from './smtp-helpers.ts';
+import { uploadFile } from './files-helpers.ts';
+import { enablePublishing, publisher } from './sites-helpers.ts';
 import { browserSuiteTitle, HAVE_CHROMIUM, useChromium } from './browser.ts';
 import { describeEachDatabase } from './harness.ts';
 import { expectAccessible, narrowPage, overflowsSideways, shoot, signIn } from './workspace-helpers.ts';
@@ -217,6 +219,50 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
       } finally {
         await page.close();
         fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('says why publishing is off, then publishes with a password and opens the site', { timeout: 120_000 }, async () => {
+      const base = app().base;
+      const user = await publisher(app(), 'paid');
+      await enablePublishing(app(), user.accountId, false);
+      const page = await browser().newPage();
+      page.setDefaultTimeout(15_000);
+      try {
+        await signIn(page, base, user.email);
+        await page.goto(`${base}/mailboxes/new`);
+        await page.getByRole('textbox', { name: /^Title/ }).fill('Board site');
+        await Promise.all([page.waitForURL(/done=created$/), page.getByRole('button', { name: 'Create mailbox' }).click()]);
+        const box = new URL(page.url()).pathname;
+        const id = box.split('/').pop()!;
+        expect((await uploadFile(app(), user.key, id, 'public/index.html', '<h1>Board home</h1>')).status).toBe(201);
+        await page.getByRole('link', { name: 'Site', exact: true }).click();
+        await expect(page.getByRole('note').first().textContent()).resolves.toContain('Publishing websites is off');
+        await look(page, 'site-off');
+
+        await enablePublishing(app(), user.accountId, true);
+        await page.reload();
+        await page.getByLabel('Root folder').selectOption('public');
+        await page.getByLabel('Password', { exact: true }).check();
+        await Promise.all([page.waitForURL(`${base}${box}/site`), page.getByRole('button', { name: 'Publish', exact: true }).click()]);
+        await page.getByRole('status').filter({ hasText: 'Live' }).waitFor({ timeout: 60_000 });
+        await page.getByText('Reveal').click();
+        const password = (await page.getByTestId('site-password').textContent())!.trim();
+        expect(password.length).toBeGreaterThanOrEqual(8);
+        await look(page, 'site');
+        const url = (await page.locator('.addr code').nth(1).textContent())!.trim();
+
+        const visitor = await browser().newPage();
+        try {
+          await visitor.goto(url);
+          await visitor.getByLabel('Password').fill(password);
+          await visitor.getByRole('button', { name: 'Open site' }).click();
+          await visitor.getByRole('heading', { name: 'Board home' }).waitFor();
+        } finally {
+          await visitor.close();
+        }
+      } finally {
+        await page.close();
       }
     });
 

@@ -15,6 +15,7 @@ import { registerAssets } from './assets.ts';
 import { registerMailboxAdminPages } from './mailbox-admin.pages.ts';
 import { registerComposePages } from './compose.pages.ts';
 import { registerFilesPages } from './files.pages.ts';
+import { registerSitePages } from './site.pages.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
 export const CSRF_COOKIE = 'cubby_csrf';
@@ -74,6 +75,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerMailboxPages(web, deps);
     registerComposePages(web, deps);
     registerFilesPages(web, deps);
+    registerSitePages(web, deps);
     registerAgentAccessPages(web, deps);
   });
 }

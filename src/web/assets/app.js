@@ -287,3 +287,8 @@
   }
   document.addEventListener('DOMContentLoaded', start);
 })();
+
+// A card that shows a build in progress reloads the page every two seconds until it settles.
+document.addEventListener('DOMContentLoaded', () => {
+  if (document.querySelector('[data-refresh-while-pending]')) setTimeout(() => location.reload(), 2000);
+});
