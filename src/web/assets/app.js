@@ -207,86 +207,108 @@
   document.addEventListener('DOMContentLoaded', start);
 })();
 
-// The live mail list: a ticket from the page's own session, the ActionCable socket on /cable,
-// and on each email.received event the new rows (rendered by the server) go on top. The unread
-// count shows in the tab title. Reconnects with a fresh ticket after a drop.
-(function () {
-  'use strict';
-  function start() {
-    const list = document.querySelector('ul.rows[data-live]');
-    if (!list) return;
-    const ticketUrl = list.getAttribute('data-live');
-    const base = ticketUrl.replace(/\/live$/, '');
-    const title = document.title;
-    const counter = document.getElementById('unread-count');
-    let delay = 1000;
-    let fetching = Promise.resolve();
-
-    function topSeq() {
-      const first = list.querySelector(':scope > li[data-seq]');
-      return first ? first.getAttribute('data-seq') : '0';
+// The live channel: a ticket from the page's own session, then the ActionCable socket on /cable.
+// Reconnects with a fresh ticket after a drop. `onEvent` gets each event body.
+function cubbyLive(ticketUrl, onOpen, onEvent, onClose) {
+  let delay = 1000;
+  async function connect() {
+    let ticket;
+    try {
+      const res = await fetch(ticketUrl, { credentials: 'same-origin' });
+      if (!res.ok) throw new Error(String(res.status));
+      ticket = await res.json();
+    } catch {
+      return retry();
     }
-    function showUnread(n) {
-      if (counter) counter.textContent = String(n);
-      document.title = n > 0 ? `(${n}) ${title.replace(/^\(\d+\) /, '')}` : title.replace(/^\(\d+\) /, '');
-    }
-    async function refresh() {
-      const res = await fetch(`${base}/rows?after=${topSeq()}`, { credentials: 'same-origin' });
-      if (!res.ok) return;
-      const htmlText = await res.text();
-      if (htmlText) {
-        const empty = list.parentElement.querySelector('.empty');
-        if (empty) empty.remove();
-        list.insertAdjacentHTML('afterbegin', htmlText);
-        list.querySelectorAll(':scope > li:not(.seen)').forEach((li, i) => {
-          li.classList.add('seen');
-          if (i < 50) li.classList.add('fresh');
-        });
-      }
-      showUnread(Number(res.headers.get('x-unread-count') || '0'));
-    }
-    list.querySelectorAll(':scope > li').forEach((li) => li.classList.add('seen'));
-
-    async function connect() {
-      let ticket;
+    const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/cable?email_subscription_token=${encodeURIComponent(ticket.token)}`, ['actioncable-v1-json']);
+    const identifier = JSON.stringify({ channel: ticket.channel, mailbox_id: ticket.mailbox_id });
+    ws.onmessage = (e) => {
+      let msg;
       try {
-        const res = await fetch(ticketUrl, { credentials: 'same-origin' });
-        if (!res.ok) throw new Error(String(res.status));
-        ticket = await res.json();
+        msg = JSON.parse(e.data);
       } catch {
-        return retry();
+        return;
       }
-      const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/cable?email_subscription_token=${encodeURIComponent(ticket.token)}`, ['actioncable-v1-json']);
-      const identifier = JSON.stringify({ channel: ticket.channel, mailbox_id: ticket.mailbox_id });
-      ws.onmessage = (e) => {
-        let msg;
-        try {
-          msg = JSON.parse(e.data);
-        } catch {
-          return;
-        }
-        if (msg.type === 'welcome') ws.send(JSON.stringify({ command: 'subscribe', identifier }));
-        else if (msg.type === 'confirm_subscription') {
-          delay = 1000;
-          list.setAttribute('data-live-state', 'open');
-          // Catch up with anything that arrived before the subscription.
-          fetching = fetching.then(refresh);
-        } else if (msg.message && msg.identifier === identifier) fetching = fetching.then(refresh);
-      };
-      ws.onclose = () => {
-        list.setAttribute('data-live-state', 'closed');
-        retry();
-      };
-    }
-    function retry() {
-      setTimeout(connect, delay);
-      delay = Math.min(delay * 2, 30000);
-    }
-    showUnread(Number(counter ? counter.textContent : '0'));
-    connect();
+      if (msg.type === 'welcome') ws.send(JSON.stringify({ command: 'subscribe', identifier }));
+      else if (msg.type === 'confirm_subscription') {
+        delay = 1000;
+        onOpen();
+      } else if (msg.message && msg.identifier === identifier) onEvent(msg.message);
+    };
+    ws.onclose = () => {
+      onClose();
+      retry();
+    };
   }
-  document.addEventListener('DOMContentLoaded', start);
-})();
+  function retry() {
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 30000);
+  }
+  connect();
+}
+
+// The live mail list: on each event the new rows (rendered by the server) go on top, and the
+// unread count shows in the tab title.
+document.addEventListener('DOMContentLoaded', () => {
+  const list = document.querySelector('ul.rows[data-live]');
+  if (!list) return;
+  const ticketUrl = list.getAttribute('data-live');
+  const base = ticketUrl.replace(/\/live$/, '');
+  const title = document.title.replace(/^\(\d+\) /, '');
+  const counter = document.getElementById('unread-count');
+  let fetching = Promise.resolve();
+  const topSeq = () => {
+    const first = list.querySelector(':scope > li[data-seq]');
+    return first ? first.getAttribute('data-seq') : '0';
+  };
+  const showUnread = (n) => {
+    if (counter) counter.textContent = String(n);
+    document.title = n > 0 ? `(${n}) ${title}` : title;
+  };
+  async function refresh() {
+    const res = await fetch(`${base}/rows?after=${topSeq()}`, { credentials: 'same-origin' });
+    if (!res.ok) return;
+    const text = await res.text();
+    if (text) {
+      const empty = list.parentElement.querySelector('.empty');
+      if (empty) empty.remove();
+      list.insertAdjacentHTML('afterbegin', text);
+      list.querySelectorAll(':scope > li:not(.seen)').forEach((li) => li.classList.add('seen', 'fresh'));
+    }
+    showUnread(Number(res.headers.get('x-unread-count') || '0'));
+  }
+  list.querySelectorAll(':scope > li').forEach((li) => li.classList.add('seen'));
+  showUnread(Number(counter ? counter.textContent : '0'));
+  cubbyLive(
+    ticketUrl,
+    () => {
+      list.setAttribute('data-live-state', 'open');
+      fetching = fetching.then(refresh); // catch up with what arrived before the subscription
+    },
+    () => (fetching = fetching.then(refresh)),
+    () => list.setAttribute('data-live-state', 'closed'),
+  );
+});
+
+// The live event viewer on the settings page: each event body, newest first.
+document.addEventListener('DOMContentLoaded', () => {
+  const pre = document.querySelector('[data-live-events]');
+  if (!pre) return;
+  const seen = [];
+  cubbyLive(
+    pre.getAttribute('data-live-events'),
+    () => {
+      pre.setAttribute('data-live-state', 'open');
+      if (!seen.length) pre.textContent = 'Connected. Waiting for events…';
+    },
+    (body) => {
+      seen.unshift(JSON.stringify(body, null, 2));
+      seen.length = Math.min(seen.length, 20);
+      pre.textContent = seen.join('\n\n');
+    },
+    () => pre.setAttribute('data-live-state', 'closed'),
+  );
+});
 
 // A card that shows a build in progress reloads the page every two seconds until it settles.
 document.addEventListener('DOMContentLoaded', () => {
