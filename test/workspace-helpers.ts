@@ -11,7 +11,9 @@ import type { BrowserContext, Page } from 'playwright-core';
 export const ARTIFACTS = path.join(import.meta.dirname, 'artifacts');
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
+/** Signs in as `email` (the suite's browser is shared: whoever was signed in is signed out first). */
 export async function signIn(page: Page, base: string, email: string, password = 'a long test password'): Promise<void> {
+  await page.context().clearCookies();
   await page.goto(`${base}/users/sign_in`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
