@@ -209,7 +209,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await page.goto(`${base}${box}/files`);
         await expect(page.getByRole('link', { name: 'reports/' }).isVisible()).resolves.toBe(true);
         await look(page, 'files');
-        await page.getByRole('link', { name: 'reports/' }).click();
+        await Promise.all([page.waitForURL(/path=reports$/), page.getByRole('link', { name: 'reports/' }).click()]);
         await expect(page.locator('ul.rows > li').count()).resolves.toBe(50);
         await page.getByRole('link', { name: 'Size ↑' }).or(page.getByRole('link', { name: 'Size' })).first().click();
         await page.waitForURL(/sort=size/);

@@ -37,7 +37,9 @@ export function crumbs(folder: string): { name: string; path: string }[] {
 export async function folderListing(deps: AppDeps, mailboxId: string, folder: string, sort: FileSort, desc: boolean): Promise<{ folders: FolderEntry[]; files: FileEntry[]; more: boolean }> {
   const n = folder.length;
   // The next path segment below `folder`; the two databases spell it differently.
-  const rest = n ? sql<string>`substr(folder, ${n + 2})` : sql<string>`folder`;
+  // The offset is a literal (an integer we computed): as a parameter, Postgres would not see the
+  // select and group-by expressions as the same one.
+  const rest = n ? sql<string>`substr(folder, ${sql.lit(n + 2)})` : sql<string>`folder`;
   const first = deps.dialect === 'postgres' ? sql<string>`split_part(${rest}, '/', 1)` : sql<string>`substr(${rest}, 1, instr(${rest} || '/', '/') - 1)`;
   let sub = deps.db
     .selectFrom('files')

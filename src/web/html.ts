@@ -101,7 +101,7 @@ export function layout(opts: PageOptions): Html {
   const nav = opts.user
     ? html`<nav aria-label="Main">${SECTIONS.map((s) => html`<a href="${s.href}"${opts.active === s.id ? html` aria-current="page"` : ''}>${s.text}</a>`)}</nav>
         <div class="who"><span>${opts.user.name}</span>
-        <form class="inline" method="post" action="/users/sign_out"><input type="hidden" name="_csrf" value="${opts.csrf}"><button class="link" type="submit">Sign out</button></form></div>`
+        ${opts.csrf ? html`<form class="inline" method="post" action="/users/sign_out"><input type="hidden" name="_csrf" value="${opts.csrf}"><button class="link" type="submit">Sign out</button></form>` : ''}</div>`
     : html`<nav aria-label="Main"><a href="/users/sign_in">Sign in</a><a href="/users/sign_up">Sign up</a></nav>`;
   return html`<!doctype html>
 <html lang="en">

@@ -65,7 +65,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
       if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendPage(reply, 413, messagePage('Too much data', 'The form you sent is too large.'));
       if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendPage(reply, 415, messagePage('Unsupported form', 'Send this form from its page.'));
       req.log.error({ err }, 'web page failed');
-      return sendPage(reply, 500, messagePage('Something went wrong', `An internal error occurred. If it persists, quote request id ${req.id}.`, undefined, { status: 500 }));
+      return sendPage(reply, 500, messagePage('Something went wrong', `An internal error occurred. If it persists, quote request id ${req.id}.`, undefined, { status: 500, user: req.webSession?.user }));
     });
 
     registerAssets(web);
