@@ -17,6 +17,8 @@ import { expectAccessible, overflowsSideways, shoot, signIn } from './workspace-
 // (test/artifacts/), and again at 390 px wide, where nothing may overflow sideways.
 
 const TITLE = browserSuiteTitle('dashboard workspace in a browser');
+// A 1×1 PNG.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
   describeEachDatabase('workspace journey', (app) => {
@@ -113,6 +115,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
           to: support.address,
           subject: 'Quarterly report',
           text: 'Plain text version',
+          attachments: [{ filename: 'chart.png', contentType: 'image/png', content: PNG }],
           html: `<h2>Report</h2><p>Para with <a href="https://example.org/report">link</a> and <b>bold</b>.</p>
 <img src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7" alt="inline">
 <img src="${remoteUrl}/pixel.gif" alt="remote pixel"><img src=x onerror="alert('onerror')"><script>alert('script')</script>`,
@@ -132,6 +135,8 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await expect(body.getByRole('link', { name: 'link' }).getAttribute('target')).resolves.toBe('_blank');
         await expect(body.getByRole('link', { name: 'link' }).getAttribute('rel')).resolves.toContain('noopener');
         await expect(body.getByRole('img', { name: 'inline' }).isVisible()).resolves.toBe(true);
+        // The image attachment has a preview, served from our origin and sandboxed.
+        await expect(page.getByRole('img', { name: 'chart.png' }).evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).resolves.toBe(1);
         await look(page, 'email');
         // Dark mode follows the system setting, and stays legible.
         await page.emulateMedia({ colorScheme: 'dark' });

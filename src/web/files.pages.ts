@@ -140,7 +140,7 @@ export function registerFilesPages(web: FastifyInstance, deps: AppDeps): void {
     else if (current.sha256 && /^video\//i.test(current.mime_type)) preview = html`<video controls src="${here}/raw" class="preview-img"></video>`;
     else if (current.sha256 && text && Number(current.byte_size) <= MAX_PREVIEW_TEXT) {
       const content = (await readFileBytes(opened.ctx, current.sha256)).toString('utf8');
-      preview = /\.(md|markdown)$/i.test(file.basename) ? html`<div class="markdown">${raw(md.render(content))}</div>` : html`<pre class="source">${content}</pre>`;
+      preview = /\.(md|markdown)$/i.test(file.basename) ? html`<div class="markdown">${raw(md.render(content))}</div>` : html`<pre class="source" tabindex="0">${content}</pre>`;
     }
 
     let diff: Html = html``;
@@ -151,7 +151,7 @@ export function registerFilesPages(web: FastifyInstance, deps: AppDeps): void {
       const lines = lineDiff(await read(before?.sha256), await read(diffVersion.sha256));
       diff = html`<div class="card" id="diff"><h2>Changes in version ${diffVersion.version_number}${before ? ` (from version ${before.version_number})` : ''}</h2>${
         lines
-          ? html`<pre class="source diff">${lines.map((l) => html`<span class="${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}">${l.op} ${l.line}\n</span>`)}</pre>`
+          ? html`<pre class="source diff" tabindex="0">${lines.map((l) => html`<span class="${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}">${l.op} ${l.line}\n</span>`)}</pre>`
           : html`<p class="muted">Too large to compare here.</p>`
       }</div>`;
     }

@@ -153,6 +153,7 @@ export function registerMailboxPages(web: FastifyInstance, deps: AppDeps): void 
       linkOrNull(() => rawDownload(opened.ctx, input)),
       Promise.all(
         attachmentsOf(email).map(async (a) => ({
+          id: a.id,
           filename: a.filename,
           contentType: a.content_type,
           size: Number(a.size_bytes),
@@ -187,6 +188,27 @@ export function registerMailboxPages(web: FastifyInstance, deps: AppDeps): void 
         notice: notice(req.query),
       }),
     );
+  });
+
+  // An attachment shown inline for preview (images, audio, video, PDF, text as plain text), sandboxed.
+  web.get('/mailboxes/:id/emails/:email_id/attachments/:attachment_id', ROUTE, async (req: FastifyRequest<{ Params: EmailParams & { attachment_id: string } }>, reply) => {
+    const session = req.webSession;
+    if (!session) return reply.code(401).send();
+    const opened = await openMailbox(deps, req, session, req.params.id);
+    const email = opened ? await findEmail(opened, req.params.email_id) : null;
+    const a = email ? attachmentsOf(email).find((x) => x.id === req.params.attachment_id) : undefined;
+    let q = deps.db.selectFrom('file_versions').select(['sha256']).where('file_id', '=', a?.id ?? '').where('mailbox_id', '=', email?.mailbox_id ?? '');
+    if (a?.version_id) q = q.where('id', '=', a.version_id);
+    const v = a ? await q.orderBy('version_number', 'desc').executeTakeFirst() : undefined;
+    if (!a || !v?.sha256) return reply.code(404).send();
+    const type = /^(image\/(png|jpe?g|gif|webp|bmp)|audio\/|video\/|application\/pdf)/i.test(a.content_type) ? a.content_type : 'text/plain; charset=utf-8';
+    return reply
+      .header('content-type', type)
+      .header('content-security-policy', "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; sandbox")
+      .header('content-disposition', 'inline')
+      .header('cache-control', 'private, no-store')
+      .header('x-content-type-options', 'nosniff')
+      .send(await deps.blobs.read(v.sha256));
   });
 
   // The HTML body alone, for the sandboxed frame of the email page.

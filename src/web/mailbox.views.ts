@@ -223,7 +223,7 @@ export interface EmailPageInput {
   headers: HeaderField[] | null;
   source: { text: string; cut: boolean } | null;
   raw: DownloadLink | null;
-  attachments: { filename: string; contentType: string; size: number; link: DownloadLink | null }[];
+  attachments: { id: string; filename: string; contentType: string; size: number; link: DownloadLink | null }[];
   canWrite: boolean;
   canAdmin: boolean;
   notice: Html;
@@ -272,17 +272,23 @@ export function emailPage(p: EmailPageInput): Html {
       : html`<p class="muted">The original message is not stored.</p>`;
   } else if (p.view === 'source') {
     content = p.source
-      ? html`<pre class="source">${p.source.text}</pre>${p.source.cut ? html`<p class="hint">Cut short; download the original for all of it.</p>` : ''}`
+      ? html`<pre class="source" tabindex="0">${p.source.text}</pre>${p.source.cut ? html`<p class="hint">Cut short; download the original for all of it.</p>` : ''}`
       : html`<p class="muted">The original message is not stored.</p>`;
   } else {
     content = e.body_text
-      ? html`<pre class="mail">${e.body_text}</pre>${e.body_status === 'truncated' ? html`<p class="hint">The text is cut short; the original message has all of it.</p>` : ''}`
+      ? html`<pre class="mail" tabindex="0">${e.body_text}</pre>${e.body_status === 'truncated' ? html`<p class="hint">The text is cut short; the original message has all of it.</p>` : ''}`
       : html`<p class="muted">This email has no plain-text body${e.body_status !== 'complete' ? html` (${e.body_status})` : ''}.</p>`;
   }
   const attachments = p.attachments.map(
     (a) => html`<li><div class="main">${a.link ? html`<a class="title" href="${a.link.url}" download="${a.filename}">${a.filename}</a>` : html`<span class="title">${a.filename}</span>`}
 <div class="small muted"><code>${a.contentType}</code> · ${formatSize(a.size)}</div></div>
-<div class="side">${a.link ? html`<a href="${a.link.url}" aria-label="Download ${a.filename}">Download</a>` : html`<span>not stored</span>`}</div></li>`,
+<div class="side">${
+      a.link && /^(image\/(png|jpe?g|gif|webp|bmp)|audio\/|video\/|application\/pdf|text\/)/i.test(a.contentType)
+        ? html`<a href="${here}/attachments/${a.id}" target="_blank" rel="noopener" aria-label="Preview ${a.filename}">Preview</a>`
+        : ''
+    }${a.link ? html`<a href="${a.link.url}" aria-label="Download ${a.filename}">Download</a>` : html`<span>not stored</span>`}</div>${
+      a.link && /^image\/(png|jpe?g|gif|webp|bmp)$/i.test(a.contentType) ? html`<img class="preview-img thumb" src="${here}/attachments/${a.id}" alt="${a.filename}" loading="lazy">` : ''
+    }</li>`,
   );
   const omitted = Number(e.omitted_attachment_count);
   const body = html`<p class="crumbs"><a href="/?account=${p.mailbox.account_id}">Mailboxes</a> / <a href="${base}">${mailboxName(p.mailbox)}</a> / email</p>

@@ -128,7 +128,7 @@ ${
     : '';
 
   const events = html`<div class="card"><h2>Live events</h2><p class="hint">Events of this mailbox as they happen (the same bodies webhooks receive).</p>
-<pre class="source" data-live-events="${base}/live" aria-live="polite">Waiting for events…</pre></div>`;
+<pre class="source" tabindex="0" data-live-events="${base}/live" aria-live="polite">Waiting for events…</pre></div>`;
 
   const body = html`${mailboxHeader({ mailbox: m, tab: 'settings', canWrite: mayChange(opened.loaded), canAdmin, csrf })}
 ${extras.alert ? html`<div class="alert bad" role="alert">${extras.alert}</div>` : ''}${extras.good ? html`<div class="alert good" role="status">${extras.good}</div>` : ''}
