@@ -275,6 +275,12 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await look(page, 'site');
         const url = (await page.locator('.addr code').nth(1).textContent())!.trim();
 
+        // The site name field checks availability as the person types; a bad name says why.
+        await page.getByLabel('Site name').fill('Bad Name!');
+        await expect.poll(() => page.locator('#slug-status').textContent()).toMatch(/lower-case|letters|must|character/i);
+        await page.getByLabel('Site name').fill(`board-${Date.now().toString(36)}`);
+        await expect.poll(() => page.locator('#slug-status').textContent()).toBe('Available.');
+
         const visitor = await browser().newPage();
         try {
           await visitor.goto(url);

@@ -5,6 +5,8 @@ import { findPublication } from '../sites/publications.repo.ts';
 import { presentPublication } from '../sites/publications.present.ts';
 import { requestPublish, retryPublish } from '../sites/publish.service.ts';
 import { renameSlug, requestUnpublish } from '../sites/manage.service.ts';
+import { checkExplicitSlug } from '../sites/slugs.ts';
+import { AppError } from '../errors.ts';
 import { isPaidPlan } from '../accounts/plans.ts';
 import { formatTime, html, layout, sendPage, type Html } from './html.ts';
 import { csrfInput, formField, type FormBody } from './forms.ts';
@@ -87,8 +89,8 @@ async function renderSite(req: FastifyRequest, reply: FastifyReply, deps: AppDep
 <div class="actions"><button type="submit" name="kind" value="main">${cur ? 'Publish again' : 'Publish'}</button><button class="secondary" type="submit" name="kind" value="preview">Publish a 24-hour preview</button></div>
 </form></div>
 <div class="card"><h2>Address</h2><form method="post" action="${base}/site/slug" class="toolbar">${csrfInput(csrf)}
-<label for="f-slug">Site name</label><input class="grow" id="f-slug" name="slug" type="text" value="${slug ?? ''}" required maxlength="63" pattern="[a-z0-9-]+">
-<button class="secondary" type="submit">Rename</button></form><p class="hint">Lower-case letters, digits and dashes. The old address stops working at once.</p></div>`
+<label for="f-slug">Site name</label><input class="grow" id="f-slug" name="slug" type="text" value="${slug ?? ''}" required maxlength="63" pattern="[a-z0-9-]+" data-slug-check="${base}/site/slug" aria-describedby="slug-status">
+<button class="secondary" type="submit">Rename</button></form><p class="small" id="slug-status" role="status" aria-live="polite"></p><p class="hint">Lower-case letters, digits and dashes. The old address stops working at once.</p></div>`
     : '';
   const body = html`${mailboxHeader({ mailbox: m, tab: 'site', canWrite: mayChange(opened.loaded), canAdmin: mayChange(opened.loaded, 'admin'), csrf })}
 ${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}
@@ -111,6 +113,26 @@ export function registerSitePages(web: FastifyInstance, deps: AppDeps): void {
     const opened = await openMailbox(deps, req, session, req.params.id);
     if (!opened) return notFound(reply, 'Mailbox', undefined, session);
     return renderSite(req, reply, deps, session, opened, null);
+  });
+
+  // Whether a site name is free, for the rename field as the person types (the rename checks again).
+  web.get('/mailboxes/:id/site/slug', ROUTE, async (req: FastifyRequest<{ Params: { id: string }; Querystring: { slug?: string } }>, reply) => {
+    const session = req.webSession;
+    if (!session) return reply.code(401).send({ available: false, message: 'Sign in again.' });
+    const opened = await openMailbox(deps, req, session, req.params.id);
+    if (!opened) return reply.code(404).send({ available: false, message: 'Mailbox not found.' });
+    let slug: string;
+    try {
+      slug = checkExplicitSlug(typeof req.query.slug === 'string' ? req.query.slug : '', 'public_slug');
+    } catch (err) {
+      if (err instanceof AppError) return reply.header('cache-control', 'no-store').send({ available: false, message: err.message.replace(/^public_slug: /, '') });
+      throw err;
+    }
+    const row = await deps.db.selectFrom('site_slugs').select('mailbox_id').where('slug', '=', slug).executeTakeFirst();
+    const mine = row?.mailbox_id === opened.loaded.mailbox.id;
+    return reply
+      .header('cache-control', 'no-store')
+      .send({ available: !row || mine, message: mine ? 'This is the current name.' : row ? 'Another site uses this name.' : 'Available.' });
   });
 
   const action = (name: string, run: (o: OpenedMailbox, b: FormBody) => Promise<unknown>) =>

@@ -314,3 +314,24 @@ document.addEventListener('DOMContentLoaded', () => {
 document.addEventListener('DOMContentLoaded', () => {
   if (document.querySelector('[data-refresh-while-pending]')) setTimeout(() => location.reload(), 2000);
 });
+
+// The site name field says whether a name is free as the person types.
+document.addEventListener('DOMContentLoaded', () => {
+  const input = document.querySelector('input[data-slug-check]');
+  const status = document.getElementById('slug-status');
+  if (!input || !status) return;
+  let timer = 0;
+  let asked = 0;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const n = ++asked;
+      const res = await fetch(`${input.getAttribute('data-slug-check')}?slug=${encodeURIComponent(input.value)}`, { credentials: 'same-origin' });
+      const body = await res.json().catch(() => ({ available: false, message: 'Could not check.' }));
+      if (n !== asked) return;
+      status.textContent = body.message;
+      status.className = `small ${body.available ? 'ok-text' : 'error'}`;
+      input.setAttribute('data-slug-available', body.available ? 'yes' : 'no');
+    }, 250);
+  });
+});
