@@ -172,6 +172,8 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
           return page.locator('ul.rows > li', { hasText: 'Re: Quarterly report' }).count();
         }, { timeout: 15_000 }).toBe(1);
         await look(page, 'team-mailbox');
+        await page.goto(`${base}/`);
+        await look(page, 'home-busy');
       } finally {
         await page.close();
       }
