@@ -101,7 +101,8 @@ ${input('to', 'To', errors, { value: form.to, hint: form.inReplyTo ? 'leave empt
 ${input('cc', 'Cc', errors, { value: form.cc, maxlength: 3000 })}
 ${input('subject', 'Subject', errors, { value: form.subject, maxlength: 998 })}
 <label for="f-text">Message</label>
-<textarea id="f-text" name="text" rows="14"${errors.text ? html` aria-invalid="true"` : ''}>${form.text}</textarea>
+<textarea id="f-text" name="text" rows="14"${errors.text ? html` aria-invalid="true"` : ''}>
+${form.text}</textarea>
 ${errors.text ? html`<div class="error">${errors.text}</div>` : ''}
 <p class="hint">A mailbox writes to members of its account and to other mailboxes of the account; on paid plans also to senders who emailed it and passed authentication.</p>
 <div class="actions"><button type="submit"${blocked || !canWrite ? html` disabled` : ''}>Send</button><a href="${original ? `${base}/emails/${encodeURIComponent(original.id)}` : base}">Cancel</a></div>
