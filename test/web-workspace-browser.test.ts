@@ -174,6 +174,13 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await look(page, 'team-mailbox');
         await page.goto(`${base}/`);
         await look(page, 'home-busy');
+        // The other sections of the navigation bar keep the layout, also at 390 px.
+        for (const section of ['API keys', 'Connections']) {
+          await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: section }).click();
+          await page.getByRole('heading', { name: section }).first().waitFor();
+          await expect(page.getByRole('navigation', { name: 'Main' }).locator('a[aria-current=page]').textContent()).resolves.toBe(section);
+          await look(page, section.toLowerCase().replace(' ', '-'));
+        }
       } finally {
         await page.close();
       }
