@@ -132,6 +132,7 @@ export const ERROR_CATALOGUE = {
   SITE_LIMIT_REACHED: { status: 403, message: 'The plan allows no more live websites.' },
   BUCKET_PUBLISHED: { status: 409, message: 'The bucket has a website; unpublish it and wait until publish_state is no longer unpublishing.' },
   // webhooks and the live subscription (src/webhooks, src/live)
+  EMAIL_WEBHOOK_NOT_FOUND: { status: 404, message: 'This mailbox has no webhook; set its URL first.' },
   INVALID_EMAIL_WEBHOOK: { status: 422, message: 'webhook_url must be a public HTTPS URL of at most 2048 bytes, without user name, password or fragment.' },
 } as const;
 

@@ -25,10 +25,10 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await page.getByLabel('Password').fill('correct horse battery staple');
         await screenshot(page, `sign-up-${app().kind}`);
         await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Create account' }).click()]);
-        await expect(page.getByRole('heading', { name: 'Welcome, Grace Browser' }).isVisible()).resolves.toBe(true);
-        const accountId = (await page.locator('code', { hasText: /^acct_/ }).first().textContent())!.trim();
+        await expect(page.getByRole('heading', { name: 'Mailboxes' }).isVisible()).resolves.toBe(true);
+        await expect(page.getByText('Hopper Labs').first().isVisible()).resolves.toBe(true);
 
-        await Promise.all([page.waitForURL(`${base}/settings/api_keys`), page.getByRole('link', { name: 'Manage API keys' }).click()]);
+        await Promise.all([page.waitForURL(`${base}/settings/api_keys`), page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click()]);
         await page.getByLabel('Label').fill('browser test key');
         await page.getByLabel('Scope').selectOption('mailbox_admin');
         await page.getByRole('button', { name: 'Create API key' }).click();
@@ -42,7 +42,8 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
 
         const r = await app().request('GET', '/v1/status', { key: token });
         expect(r.status).toBe(200);
-        expect(r.body.data.account.id).toBe(accountId);
+        const accountId = r.body.data.account.id as string;
+        expect(r.body.data.account.name).toBe('Hopper Labs');
         expect(r.body.data.user.email).toBe(email);
         const a = await app().request('GET', '/api/v1/status', { key: token });
         expect(a.status).toBe(200);

@@ -35,6 +35,10 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         await screenshot(page, `mailbox-${app().kind}`);
         await Promise.all([page.waitForURL(/\/emails\/eml_/), page.getByRole('link', { name: subject }).click()]);
         await expect(page.getByRole('heading', { name: subject }).isVisible()).resolves.toBe(true);
+        // The HTML part is shown in a sandboxed frame; its script never runs (no dialog below).
+        await expect(page.frameLocator('iframe.mail-html').locator('b').textContent()).resolves.toBe('bold');
+        await page.getByRole('link', { name: 'Text', exact: true }).click();
+        await page.locator('pre.mail').waitFor();
         expect((await page.locator('pre.mail').textContent())?.trimEnd()).toBe('Line one\n<script>alert(2)</script>');
         expect(await page.locator('img').count()).toBe(0);
         await screenshot(page, `email-${app().kind}`);

@@ -72,7 +72,7 @@ ${connections.length ? html`<table><thead><tr><th>Agent</th><th>How</th><th>Acco
 <div class="card"><h2>Connect an agent</h2>
 <p>Make a one-time connection code (valid ${GRANT_TTL_SECONDS / 60} minutes) with exactly the access the agent should get. Remote MCP clients connect to <code>${deps.publicUrl()}/mcp</code> and ask you here for approval by themselves.</p>
 ${grantForm}</div>`;
-  return sendPage(reply, status, layout({ title: 'Connections', user: session.user, csrf, body }));
+  return sendPage(reply, status, layout({ title: 'Connections', user: session.user, csrf, body, active: 'connections' }));
 }
 
 export function registerConnectionPages(web: FastifyInstance, deps: AppDeps): void {

@@ -1,3 +1,4 @@
+import { messagePage, sendPage } from '../web/html.ts';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import { createJsonSchemaTransformObject, jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -132,7 +133,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err, docsBase(), deps.config.compatBrands));
   app.setNotFoundHandler((req, reply) => {
     if (surfaceOf(req.url) === 'web') {
-      return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><h1>Not found</h1>');
+      return sendPage(reply, 404, messagePage('Page not found', 'There is nothing at this address. It may have moved, or the link may be mistyped.', { href: '/', text: 'Back to your mailboxes' }, { status: 404 }));
     }
     return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase(), deps.config.compatBrands);
   });

@@ -14,6 +14,24 @@ export interface LiveBinding {
   mailboxId: string;
 }
 
+/**
+ * A dashboard page subscribes with its browser session instead of an API key: the binding then
+ * holds the session id (`ses_…`). It reaches a mailbox while the session lasts and its person is
+ * a member of the mailbox's account, the dashboard's own rule (src/web/person-ctx.ts).
+ */
+export const SESSION_PREFIX = 'ses_';
+
+async function sessionReaches(db: Kysely<DB>, b: LiveBinding, now: Date): Promise<boolean> {
+  const row = await db
+    .selectFrom('sessions')
+    .innerJoin('memberships', (j) => j.onRef('memberships.user_id', '=', 'sessions.user_id').on('memberships.account_id', '=', b.accountId))
+    .select('sessions.id')
+    .where('sessions.id', '=', b.apiKeyId)
+    .where('sessions.expires_at', '>', now.toISOString())
+    .executeTakeFirst();
+  return Boolean(row);
+}
+
 export type AccessVerdict = { ok: true } | { ok: false; reason: 'unauthorized' };
 
 /**
@@ -31,6 +49,10 @@ export async function checkLiveAccess(db: Kysely<DB>, bindings: LiveBinding[], n
   );
   const out: AccessVerdict[] = [];
   for (const b of bindings) {
+    if (b.apiKeyId.startsWith(SESSION_PREFIX)) {
+      out.push(alive.has(`${b.accountId}/${b.mailboxId}`) && (await sessionReaches(db, b, now)) ? { ok: true } : { ok: false, reason: 'unauthorized' });
+      continue;
+    }
     if (!creds.has(b.apiKeyId)) creds.set(b.apiKeyId, credentialForKeyId(db, b.apiKeyId, now));
     const cred = await creds.get(b.apiKeyId)!;
     if (!cred || !alive.has(`${b.accountId}/${b.mailboxId}`)) {

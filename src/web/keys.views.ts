@@ -131,5 +131,5 @@ ${created}
 ${d.alert ? html`<div class="alert bad" role="alert">${d.alert}</div>` : ''}
 <div class="card"><h2>Your keys</h2>${keysTable(d)}</div>
 <div class="card"><h2>Create a key</h2>${d.memberships.length ? createForm(d) : html`<p class="muted">You need an account membership to create keys.</p>`}</div>`;
-  return layout({ title: 'API keys', user: d.user, csrf: d.csrf, body });
+  return layout({ title: 'API keys', user: d.user, csrf: d.csrf, body, active: 'keys' });
 }

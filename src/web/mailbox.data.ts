@@ -10,7 +10,16 @@ export const EMAILS_PER_PAGE = 50;
 const MAX_TOP_FILES = 100;
 const MAX_TOP_FOLDERS = 100;
 
-export type EmailListRow = Pick<EmailsTable, 'id' | 'seq' | 'direction' | 'subject' | 'from_addresses' | 'received_at' | 'label' | 'labeling' | 'read_at' | 'attachment_count'>;
+export type EmailListRow = Pick<EmailsTable, 'id' | 'seq' | 'direction' | 'subject' | 'from_addresses' | 'to_addresses' | 'received_at' | 'label' | 'labeling' | 'read_at' | 'attachment_count' | 'body_text'>;
+
+/** The list's filters (all optional); the same names are the page's query parameters. */
+export interface EmailFilters {
+  unread?: boolean;
+  label?: string;
+  sender?: string;
+  attachments?: boolean;
+  direction?: 'received' | 'sent';
+}
 
 export interface EmailPage {
   rows: EmailListRow[];
@@ -24,9 +33,16 @@ export interface EmailPage {
  * One page of a mailbox's emails, newest first by `seq` (arrival order, as the API's list), both
  * directions. `before`/`after` are seq positions, so paging holds steady while mail arrives.
  */
-export async function emailListPage(deps: AppDeps, mailboxId: string, at: { before?: number; after?: number }): Promise<EmailPage> {
-  const base = deps.db.selectFrom('emails').where('mailbox_id', '=', mailboxId);
-  let q = base.select(['id', 'seq', 'direction', 'subject', 'from_addresses', 'received_at', 'label', 'labeling', 'read_at', 'attachment_count']);
+export async function emailListPage(deps: AppDeps, mailboxId: string, at: { before?: number; after?: number }, f: EmailFilters = {}): Promise<EmailPage> {
+  let base = deps.db.selectFrom('emails').where('mailbox_id', '=', mailboxId);
+  if (f.unread) base = base.where('read_at', 'is', null);
+  if (f.label) base = base.where('label', '=', f.label);
+  if (f.sender) base = base.where('sender_address', '=', f.sender.trim().toLowerCase());
+  if (f.attachments) base = base.where('attachment_count', '>', 0);
+  if (f.direction) base = base.where('direction', '=', f.direction);
+  // The snippet is the start of the text body, cut in SQL so a long body is never read whole.
+  const snippet = deps.dialect === 'postgres' ? sql<string | null>`substr(body_text, 1, 160)` : sql<string | null>`substr(body_text, 1, 160)`;
+  let q = base.select(['id', 'seq', 'direction', 'subject', 'from_addresses', 'to_addresses', 'received_at', 'label', 'labeling', 'read_at', 'attachment_count', snippet.as('body_text')]);
   let rows: EmailListRow[];
   if (at.after !== undefined) {
     // Newer page: the next 50 above the position, read upwards and shown newest first.

@@ -9,7 +9,8 @@ import type { WebSession } from './session.ts';
 // src/auth/access.ts. A signed-in person is not an API key: the request context carries a
 // credential made for this one request, granted only the mailbox's account, and an actor without
 // `apiKeyId` (so the withheld rule, which is for API keys, does not apply). Its scope is
-// `mailbox_read`: these pages read and set the shared read status, which needs no more.
+// `mailbox_admin`, which access.ts caps by the person's role (a collaborator never administers),
+// and every change still passes assertMutable (a read-only or suspended account refuses it).
 
 const MAILBOX_ID = /^bkt_[A-Za-z0-9]{1,64}$/;
 
@@ -21,7 +22,7 @@ export function personCtx(deps: AppDeps, req: FastifyRequest, session: WebSessio
       user: session.user,
       label: null,
       tokenType: 'session',
-      scope: 'mailbox_read',
+      scope: 'mailbox_admin',
       mailboxAccess: 'all',
       mailboxPermissions: {},
       defaultAccountId: accountId,
@@ -64,4 +65,10 @@ export async function openMailbox(deps: AppDeps, req: FastifyRequest, session: W
     if (err instanceof AppError && (err.code === 'MAILBOX_NOT_FOUND' || err.code === 'ACCOUNT_ACCESS_DENIED')) return null;
     throw err;
   }
+}
+
+/** Whether the page should offer changes needing `need` on this mailbox (the services still decide). */
+export function mayChange(loaded: LoadedMailbox, need: 'write' | 'admin' = 'write'): boolean {
+  const a = loaded.access.account;
+  return loaded.perms[need] && !a.suspended_at && a.status !== 'read_only';
 }

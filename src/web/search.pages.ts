@@ -21,7 +21,8 @@ const SYNTAX = 'words, "phrases", -word, from:, to:, subject:, filename:, has:at
 
 /** The search box, for the home and mailbox pages; with a mailbox id it searches that mailbox. */
 export function searchForm(opts: { q?: string; mailboxId?: string | null } = {}): Html {
-  const id = opts.mailboxId ? 'q-mailbox' : 'q';
+  // Not `q`: the home page's mailbox filter already uses that id.
+  const id = opts.mailboxId ? 'q-mailbox' : 'q-all';
   return html`<form method="get" action="/search" role="search" class="card">
 <label for="${id}">${opts.mailboxId ? 'Search this mailbox' : 'Search mail and files'} <span class="hint">${SYNTAX}</span></label>
 <input type="text" id="${id}" name="q" maxlength="${MAX_QUERY_LENGTH}" value="${opts.q ?? ''}">

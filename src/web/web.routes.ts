@@ -13,6 +13,12 @@ import { registerMailboxPages } from './mailbox.pages.ts';
 import { registerSearchPage } from './search.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
 import { registerAccountPages } from './account/routes.ts';
+import { registerAssets } from './assets.ts';
+import { registerMailboxAdminPages } from './mailbox-admin.pages.ts';
+import { registerComposePages } from './compose.pages.ts';
+import { registerFilesPages } from './files.pages.ts';
+import { registerSitePages } from './site.pages.ts';
+import { registerSettingsPages } from './settings.pages.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
 export const CSRF_COOKIE = 'cubby_csrf';
@@ -61,14 +67,20 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
       if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendPage(reply, 413, messagePage('Too much data', 'The form you sent is too large.'));
       if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendPage(reply, 415, messagePage('Unsupported form', 'Send this form from its page.'));
       req.log.error({ err }, 'web page failed');
-      return sendPage(reply, 500, messagePage('Something went wrong', `An internal error occurred. If it persists, quote request id ${req.id}.`));
+      return sendPage(reply, 500, messagePage('Something went wrong', `An internal error occurred. If it persists, quote request id ${req.id}.`, undefined, { status: 500, user: req.webSession?.user }));
     });
 
+    registerAssets(web);
     registerAuthPages(web, deps);
     registerHomePage(web, deps);
     registerKeyPages(web, deps);
+    registerMailboxAdminPages(web, deps);
     registerMailboxPages(web, deps);
     registerSearchPage(web, deps);
+    registerComposePages(web, deps);
+    registerFilesPages(web, deps);
+    registerSitePages(web, deps);
+    registerSettingsPages(web, deps);
     registerAgentAccessPages(web, deps);
     registerAccountPages(web, deps);
   });

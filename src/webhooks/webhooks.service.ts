@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { RequestCtx } from '../context.ts';
-import type { DB } from '../db/schema.ts';
+import type { DB, EventsTable } from '../db/schema.ts';
 import type { DeliveryStatus, WebhookDeliveriesTable, WebhookAttemptsTable, WebhooksTable } from './webhooks.schema.ts';
 import { AppError } from '../errors.ts';
 import { assertMutable } from '../auth/access.ts';
@@ -12,8 +12,9 @@ import { parseTargetUrl, resolveTarget, SafeFetchError } from '../net/safe-fetch
 import { webhookRuntime } from '../events/runtime.ts';
 import { eventsId } from '../events/ids.ts';
 import { iso } from '../time.ts';
+import { newId } from '../ids.ts';
 import { encryptSecret, generateSigningSecret } from './secrets.ts';
-import { RETRY_TASK } from './outbox.ts';
+import { queueWebhookDeliveries, RETRY_TASK } from './outbox.ts';
 
 // Webhook settings of a mailbox (mailbox-admin): one webhook per mailbox; the signing secret is
 // shown once, when it is made (a new URL or rotate_secret); a new URL, a rotation or a delete
@@ -139,4 +140,24 @@ export async function listDeliveries(
   const ids = page.items.map((d) => d.id);
   const attempts = ids.length ? await ctx.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', ids).orderBy('attempt').execute() : [];
   return { ...page, items: page.items.map((d) => ({ ...d, attemptLog: attempts.filter((a) => a.delivery_id === d.id) })) };
+}
+
+/**
+ * Sends a `webhook.test` event to the mailbox's webhook only (not to the live channel): one
+ * delivery, signed and retried like any other, so its attempts show in the delivery log.
+ */
+export async function sendTestEvent(ctx: RequestCtx, input: { accountId?: string; mailboxId: string }): Promise<{ event_id: string }> {
+  const { access, mailbox } = await loadMailbox(ctx, input.accountId, input.mailboxId, 'admin');
+  assertMutable(access);
+  const hook = await findWebhook(ctx.db, mailbox.id);
+  if (!hook) throw new AppError('EMAIL_WEBHOOK_NOT_FOUND', 'Set a webhook URL first.', { mailbox_id: mailbox.id });
+  const now = ctx.now();
+  const id = newId('evt');
+  const body = { id, type: 'webhook.test', created_at: iso(now), data: { mailbox_id: mailbox.id, account_id: mailbox.account_id, test: true } };
+  const row = { id, type: 'webhook.test', account_id: mailbox.account_id, mailbox_id: mailbox.id, payload: JSON.stringify(body), created_at: iso(now) } as unknown as EventsTable;
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto('events').values(row).execute();
+    await queueWebhookDeliveries(ctx, trx, [row]);
+  });
+  return { event_id: id };
 }
