@@ -50,6 +50,14 @@ describe.skipIf(!HAVE_CHROMIUM)(browserSuiteTitle('account pages in a browser'),
         await expect(page.getByRole('cell', { name: 'grace@example.com' }).isVisible()).resolves.toBe(true);
         await expectAccessible(page);
         await screenshot(page, `members-${app.kind}`);
+        await Promise.all([page.waitForURL(/\/account\/activity/), page.getByRole('link', { name: 'Activity' }).click()]);
+        await expect(page.getByRole('cell', { name: /member\.invite/ }).isVisible()).resolves.toBe(true);
+        await page.getByLabel('Action').selectOption('member.invite');
+        await Promise.all([page.waitForURL(/action=member\.invite/), page.getByRole('button', { name: 'Filter' }).click()]);
+        await expectAccessible(page);
+        await screenshot(page, `activity-${app.kind}`);
+        await Promise.all([page.waitForURL(/\/account\/domains/), page.getByRole('link', { name: 'Domains' }).click()]);
+        await expectAccessible(page);
         await Promise.all([page.waitForURL(/sign_in/), page.getByRole('button', { name: 'Sign out' }).click()]);
 
         const link = linkIn((await mailTo(sink, 'grace@example.com', /invited you/)).text, app, '/invitations/');

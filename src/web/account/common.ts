@@ -40,6 +40,7 @@ const TABS = [
   ['/account/members', 'Members'],
   ['/account/security', 'Security'],
   ['/account/activity', 'Activity'],
+  ['/account/domains', 'Domains'],
 ] as const;
 
 /** The account pages' own tabs and, with several accounts, a switcher. */

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../context.ts';
 import { registerInvitationPages } from './invitations.pages.ts';
 import { registerActivityPages } from './activity.pages.ts';
+import { registerDomainPages } from './domains.pages.ts';
 import { registerMemberPages } from './members.pages.ts';
 import { registerOverviewPage } from './overview.pages.ts';
 import { registerSecurityPages } from './security.pages.ts';
@@ -15,4 +16,5 @@ export function registerAccountPages(web: FastifyInstance, deps: AppDeps): void 
   registerSecurityPages(web, deps);
   registerTwoFactorPages(web, deps);
   registerActivityPages(web, deps);
+  registerDomainPages(web, deps);
 }
