@@ -3,6 +3,7 @@ import type { AppDeps } from '../../context.ts';
 import { registerInvitationPages } from './invitations.pages.ts';
 import { registerActivityPages } from './activity.pages.ts';
 import { registerDomainPages } from './domains.pages.ts';
+import { registerClientPages } from './clients.pages.ts';
 import { registerMemberPages } from './members.pages.ts';
 import { registerOverviewPage } from './overview.pages.ts';
 import { registerSecurityPages } from './security.pages.ts';
@@ -17,4 +18,5 @@ export function registerAccountPages(web: FastifyInstance, deps: AppDeps): void 
   registerTwoFactorPages(web, deps);
   registerActivityPages(web, deps);
   registerDomainPages(web, deps);
+  registerClientPages(web, deps);
 }
