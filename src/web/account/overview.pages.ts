@@ -52,7 +52,7 @@ export function registerOverviewPage(web: FastifyInstance, deps: AppDeps): void 
       : html`<div class="alert bad" role="alert">Confirm your email address (${p.session.user.email}) to send mail and publish sites: follow the link we sent you.
 <form method="post" action="/account/verify_email" class="inline">${csrfInput(p.csrf)}<button class="link" type="submit">Send the link again</button></form></div>`;
     const notices: Record<string, string> = { renamed: 'Account renamed.', client_created: 'Client account created. You are looking at it now.' };
-    const sent = q.sent === 'verification' ? flash('good', 'We sent a new confirmation link.') : typeof q.done === 'string' ? flash('good', notices[q.done]) : '';
+    const sent = q.sent === 'verification' ? flash('good', 'We sent a new confirmation link.') : q.sent === 'wait' ? flash('bad', 'We sent three links in the last half hour: check your inbox (and spam folder), or try again later.') : typeof q.done === 'string' ? flash('good', notices[q.done]) : '';
     if (!p.current) return sendPage(reply, 200, accountLayout(p, 'Account', '/account', html`<h1>Your account</h1>${sent}${verify}<p class="muted">You are not a member of any account.</p>`));
     const account = await deps.db.selectFrom('accounts').selectAll().where('id', '=', p.current.accountId).executeTakeFirstOrThrow();
     const usage = await accountUsage(deps.db, account, deps.now());
