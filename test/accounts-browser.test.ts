@@ -50,6 +50,14 @@ describe.skipIf(!HAVE_CHROMIUM)(browserSuiteTitle('account pages in a browser'),
         await expect(page.getByRole('cell', { name: 'grace@example.com' }).isVisible()).resolves.toBe(true);
         await expectAccessible(page);
         await screenshot(page, `members-${app.kind}`);
+        await Promise.all([page.waitForURL(/\/account\/activity/), page.getByRole('link', { name: 'Activity' }).click()]);
+        await expect(page.getByRole('cell', { name: /member\.invite/ }).isVisible()).resolves.toBe(true);
+        await page.getByLabel('Action').selectOption('member.invite');
+        await Promise.all([page.waitForURL(/action=member\.invite/), page.getByRole('button', { name: 'Filter' }).click()]);
+        await expectAccessible(page);
+        await screenshot(page, `activity-${app.kind}`);
+        await Promise.all([page.waitForURL(/\/account\/domains/), page.getByRole('link', { name: 'Domains' }).click()]);
+        await expectAccessible(page);
         await Promise.all([page.waitForURL(/sign_in/), page.getByRole('button', { name: 'Sign out' }).click()]);
 
         const link = linkIn((await mailTo(sink, 'grace@example.com', /invited you/)).text, app, '/invitations/');
@@ -90,6 +98,36 @@ describe.skipIf(!HAVE_CHROMIUM)(browserSuiteTitle('account pages in a browser'),
         await expect(page.getByText('9 recovery codes left').isVisible()).resolves.toBe(false);
         await expect(page.getByText('10 recovery codes left', { exact: false }).isVisible()).resolves.toBe(true);
         await screenshot(page, `security-${app.kind}`);
+      } finally {
+        await page.close();
+      }
+    });
+
+    it('an agency owner creates a client account, opens it and sees its domains page', async () => {
+      const { app } = env();
+      const base = app.base;
+      const owner = await app.user({ plan: 'agency', name: 'Agency Owner' });
+      // The browser is shared with the test before, which ended signed in.
+      await browser().clearCookies();
+      const page = await browser().newPage();
+      try {
+        await page.goto(`${base}/users/sign_in`);
+        await page.getByLabel('Email').fill(owner.email);
+        await page.getByLabel('Password').fill('a long test password');
+        await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
+        await page.goto(`${base}/account?account=${owner.accountId}`);
+        await page.getByLabel('New client account name').fill('Acme Corp');
+        await page.getByLabel('Client name').fill('Acme');
+        await Promise.all([page.waitForURL(/done=client_created/), page.getByRole('button', { name: 'Create client account' }).click()]);
+        await expect(page.getByRole('heading', { name: 'Acme Corp' }).isVisible()).resolves.toBe(true);
+        await expectAccessible(page);
+        await screenshot(page, `client-account-${app.kind}`);
+        await page.getByRole('link', { name: 'its agency' }).click();
+        await expect(page.getByRole('link', { name: 'Acme Corp' }).isVisible()).resolves.toBe(true);
+        await expectAccessible(page);
+        await Promise.all([page.waitForURL(/\/account\/domains/), page.getByRole('link', { name: 'Domains' }).click()]);
+        await expect(page.getByLabel('Hostname').isVisible()).resolves.toBe(true);
+        await expectAccessible(page);
       } finally {
         await page.close();
       }

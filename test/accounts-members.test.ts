@@ -183,5 +183,14 @@ describeAccounts('members and invitations', (env) => {
     expect(create.body.error.code).toBe('MAILBOX_CREATION_NOT_ALLOWED');
     expect((await person.get(`/mailboxes/${boxes[1]}`)).status).toBe(404);
     expect((await person.get(`/mailboxes/${boxes[0]}`)).status).toBe(200);
+
+    // The owner widens the access to every mailbox (none ticked); a foreign id is refused.
+    const foreign = await post(web, owner.accountId, '/account/members/access', { user_id: user.id, mailbox_ids: 'bkt_0000000000000000000000000' });
+    expect(foreign.status).toBe(422);
+    expect((await app.request('GET', `/v1/mailboxes/${boxes[1]}`, { key })).status).toBe(404);
+    expect((await post(web, owner.accountId, '/account/members/access', { user_id: user.id })).status).toBe(303);
+    expect((await app.request('GET', `/v1/mailboxes/${boxes[1]}`, { key })).status).toBe(200);
+    // Only collaborators have such a limit.
+    expect((await post(web, owner.accountId, '/account/members/access', { user_id: owner.userId })).status).toBe(422);
   });
 });

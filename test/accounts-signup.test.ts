@@ -35,6 +35,11 @@ describeAccounts('sign-up policy and email verification', (env) => {
     expect(refused.body.error.code).toBe('EMAIL_NOT_VERIFIED');
     expect((await first.get('/account')).text).toContain('Confirm your email address');
 
+    // "Send the link again" works, up to three links per half hour.
+    const account = await first.get('/account');
+    expect((await first.submit(account, '/account/verify_email', {})).location).toBe('/account?sent=verification');
+    expect((await first.submit(account, '/account/verify_email', {})).location).toBe('/account?sent=verification');
+    expect((await first.submit(account, '/account/verify_email', {})).location).toBe('/account?sent=wait');
     const mail = await mailTo(sink, 'first@example.com', /Confirm your email address/);
     const link = linkIn(mail.text, app, '/users/verify_email');
     const confirmed = await new WebClient(app.base).get(link);

@@ -23,8 +23,19 @@ export async function openSignUpAllowed(db: Kysely<DB>, policy: SignupPolicy): P
   return !anyone;
 }
 
+/** Links sent per person per half hour; more asks are ignored (no mail bombing through the button). */
+const MAX_VERIFICATIONS = 3;
+
 /** Sends (or sends again) the verification link for a person's address. */
-export async function sendVerification(deps: AppDeps, user: { id: string; email: string; name: string }, db: Kysely<DB> = deps.db): Promise<void> {
+export async function sendVerification(deps: AppDeps, user: { id: string; email: string; name: string }, db: Kysely<DB> = deps.db): Promise<boolean> {
+  const recent = await db
+    .selectFrom('user_tokens')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('user_id', '=', user.id)
+    .where('purpose', '=', 'verify_email')
+    .where('created_at', '>', iso(deps.now().getTime() - 30 * 60_000))
+    .executeTakeFirstOrThrow();
+  if (Number(recent.n) >= MAX_VERIFICATIONS) return false;
   const token = await issueUserToken(db, user.id, 'verify_email', VERIFY_TTL_MS, deps.now());
   const link = `${deps.publicUrl()}/users/verify_email?token=${token}`;
   await sendSystemMail(
@@ -36,6 +47,7 @@ export async function sendVerification(deps: AppDeps, user: { id: string; email:
     },
     { db },
   );
+  return true;
 }
 
 /** Verifies the address behind a link; returns why not when the link cannot be used. */

@@ -160,7 +160,9 @@ export function registerAuthPages(web: FastifyInstance, deps: AppDeps): void {
           deps.db,
           { email: values.email, password, name: values.name, accountName: values.account_name.trim() || undefined, verified: false },
           now,
-          (trx, u) => sendVerification(deps, u, trx),
+          async (trx, u) => {
+            await sendVerification(deps, u, trx);
+          },
         );
         userId = user.id;
       }

@@ -22,8 +22,9 @@ function filtersOf(q: Record<string, unknown>): ActivityFilters {
 
 function agentText(agent: Record<string, unknown> | null): string {
   if (!agent) return '';
-  const name = agent.client ?? agent.name ?? agent.user_agent;
-  return typeof name === 'string' ? name : '';
+  // The agent's own identification headers; a bare browser User-Agent says nothing useful here.
+  const parts = [agent.agent, agent.client, agent.version].filter((x): x is string => typeof x === 'string' && x !== '');
+  return parts.join(' ');
 }
 
 export function registerActivityPages(web: FastifyInstance, deps: AppDeps): void {

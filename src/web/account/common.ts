@@ -4,6 +4,7 @@ import { AppError } from '../../errors.ts';
 import { html, layout, messagePage, sendPage, type Html } from '../html.ts';
 import { csrfToken, toSignIn, type WebSession } from '../session.ts';
 import { listMemberships, type MembershipView } from '../web.data.ts';
+import { ownedClientAccounts } from './clients.pages.ts';
 
 // Shared by the account pages (/account, /account/members, /account/security): the signed-in
 // person, the account the page is about (?account=…, else the first where they administer),
@@ -29,7 +30,9 @@ export async function accountPage(deps: AppDeps, req: FastifyRequest, reply: Fas
     toSignIn(req, reply);
     return null;
   }
-  const memberships = await listMemberships(deps.db, session.user.id);
+  const own = await listMemberships(deps.db, session.user.id);
+  // Agency owners reach their client accounts through the agency.
+  const memberships = [...own, ...(await ownedClientAccounts(deps.db, own))];
   const wanted = typeof accountId === 'string' ? memberships.find((m) => m.accountId === accountId) : undefined;
   const current = wanted ?? memberships.find((m) => m.role !== 'collaborator') ?? memberships[0] ?? null;
   return { session, memberships, current, csrf: csrfToken(req, reply, deps) };
@@ -40,6 +43,7 @@ const TABS = [
   ['/account/members', 'Members'],
   ['/account/security', 'Security'],
   ['/account/activity', 'Activity'],
+  ['/account/domains', 'Domains'],
 ] as const;
 
 /** The account pages' own tabs and, with several accounts, a switcher. */

@@ -62,7 +62,7 @@ export function registerInvitationPages(web: FastifyInstance, deps: AppDeps): vo
     const session = req.webSession;
     if (!session) return toSignIn(req, reply);
     const user = await deps.db.selectFrom('users').select(['id', 'email', 'name', 'email_verified_at']).where('id', '=', session.user.id).executeTakeFirstOrThrow();
-    if (!user.email_verified_at) await sendVerification(deps, user);
-    return reply.redirect('/account?sent=verification', 303);
+    const sent = user.email_verified_at ? true : await sendVerification(deps, user);
+    return reply.redirect(`/account?sent=${sent ? 'verification' : 'wait'}`, 303);
   });
 }

@@ -16,6 +16,7 @@ import { accountLayout, accountPage, errorPage, flash, isAdminRole, ROUTE, type 
 const DONE: Record<string, string> = {
   invited: 'Invitation sent.',
   role: 'Role changed.',
+  access: 'Mailbox access saved.',
   removed: 'Member removed. Their AI connections and API keys for this account were revoked.',
   transferred: 'Ownership transferred. You are now an administrator.',
   withdrawn: 'Invitation withdrawn.',
@@ -45,6 +46,10 @@ async function membersPage(deps: AppDeps, p: AccountPage, notice?: string) {
         ? html`<form method="post" action="/account/members/role" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}">
 <label for="role-${i}" class="hint">Role for ${m.email}</label>${roleSelect('role', `role-${i}`, m.role, owner)} <button type="submit">Change role</button></form>
 <form method="post" action="/account/members/remove" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}"><button class="danger" type="submit">Remove ${m.name}</button></form>
+${m.role === 'collaborator' && mailboxes.length ? html`<details><summary>Mailbox access</summary><form method="post" action="/account/members/access">${hidden}<input type="hidden" name="user_id" value="${m.userId}">
+<fieldset><legend>Mailboxes ${m.name} may reach <span class="hint">(none ticked: all)</span></legend>${mailboxes.map(
+            (b, j) => html`<label class="choice" for="acc-${i}-${j}"><input type="checkbox" id="acc-${i}-${j}" name="mailbox_ids" value="${b.id}"${m.mailboxIds.includes(b.id) ? html` checked` : ''}> ${b.title || b.id}</label>`,
+          )}</fieldset><button type="submit">Save access</button></form></details>` : ''}
 ${owner && m.role !== 'owner' ? html`<form method="post" action="/account/members/transfer" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}"><button class="danger" type="submit">Make owner instead of me</button></form>` : ''}`
         : self
           ? html`<span class="muted">you</span>`
@@ -126,6 +131,13 @@ export function registerMemberPages(web: FastifyInstance, deps: AppDeps): void {
   action('/account/members/remove', async (_req, body, accountId, actor) => {
     await changeMember(deps, actor, { accountId, userId: formField(body, 'user_id', 100), role: null });
     return 'removed';
+  });
+  action('/account/members/access', async (_req, body, accountId, actor) => {
+    const userId = formField(body, 'user_id', 100);
+    const role = (await listMembers(deps.db, accountId)).find((m) => m.userId === userId)?.role;
+    if (role !== 'collaborator') throw new AppError('INVALID_ARGUMENT', 'Only collaborators are limited to chosen mailboxes.', { field: 'user_id' });
+    await changeMember(deps, actor, { accountId, userId, role: 'collaborator', mailboxIds: manyFields(body, 'mailbox_ids') });
+    return 'access';
   });
   action('/account/members/transfer', async (_req, body, accountId, actor) => {
     await transferOwnership(deps, actor, accountId, formField(body, 'user_id', 100));

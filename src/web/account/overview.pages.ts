@@ -3,7 +3,22 @@ import type { AppDeps } from '../../context.ts';
 import { accountUsage, type UsageLine } from '../../accounts/usage.service.ts';
 import { html, sendPage } from '../html.ts';
 import { csrfInput } from '../forms.ts';
-import { accountLayout, accountPage, flash, ROUTE } from './common.ts';
+import { accountLayout, accountPage, flash, isAdminRole, ROUTE, type AccountPage } from './common.ts';
+import { input } from '../forms.ts';
+import { MAX_ACCOUNT_NAME, MAX_CLIENT_NAME } from '../../accounts/accounts.service.ts';
+import { AGENCY_MAX_ACCOUNTS } from '../../accounts/plans.ts';
+import type { AppDeps as Deps } from '../../context.ts';
+
+async function clientsCard(deps: Deps, p: AccountPage, agencyId: string) {
+  const clients = await deps.db.selectFrom('accounts').select(['id', 'name', 'client_name', 'created_at']).where('parent_account_id', '=', agencyId).orderBy('created_at').execute();
+  const rows = clients.map((c) => html`<tr><td><a href="/account?account=${c.id}">${c.name}</a></td><td>${c.client_name ?? html`<span class="muted">—</span>`}</td><td><code>${c.id}</code></td></tr>`);
+  return html`<div class="card"><h2>Client accounts <span class="hint">(${clients.length + 1} of ${AGENCY_MAX_ACCOUNTS} accounts, the agency included)</span></h2>
+${clients.length ? html`<table><thead><tr><th>Account</th><th>Client</th><th>Id</th></tr></thead><tbody>${rows}</tbody></table>` : html`<p class="muted">No client accounts yet.</p>`}
+<form method="post" action="/account/clients" novalidate>${csrfInput(p.csrf)}<input type="hidden" name="account_id" value="${agencyId}">
+<div class="grid"><div>${input('client_account_name', 'New client account name', {}, { required: true, maxlength: MAX_ACCOUNT_NAME })}</div>
+<div>${input('client_name', 'Client name', {}, { maxlength: MAX_CLIENT_NAME, hint: '(optional)' })}</div></div>
+<div class="actions"><button type="submit">Create client account</button></div></form></div>`;
+}
 
 // /account: the account's plan, state and usage against every limit of GET /v1/account/limits.
 
@@ -36,7 +51,8 @@ export function registerOverviewPage(web: FastifyInstance, deps: AppDeps): void 
       ? ''
       : html`<div class="alert bad" role="alert">Confirm your email address (${p.session.user.email}) to send mail and publish sites: follow the link we sent you.
 <form method="post" action="/account/verify_email" class="inline">${csrfInput(p.csrf)}<button class="link" type="submit">Send the link again</button></form></div>`;
-    const sent = q.sent === 'verification' ? flash('good', 'We sent a new confirmation link.') : '';
+    const notices: Record<string, string> = { renamed: 'Account renamed.', client_created: 'Client account created. You are looking at it now.' };
+    const sent = q.sent === 'verification' ? flash('good', 'We sent a new confirmation link.') : q.sent === 'wait' ? flash('bad', 'We sent three links in the last half hour: check your inbox (and spam folder), or try again later.') : typeof q.done === 'string' ? flash('good', notices[q.done]) : '';
     if (!p.current) return sendPage(reply, 200, accountLayout(p, 'Account', '/account', html`<h1>Your account</h1>${sent}${verify}<p class="muted">You are not a member of any account.</p>`));
     const account = await deps.db.selectFrom('accounts').selectAll().where('id', '=', p.current.accountId).executeTakeFirstOrThrow();
     const usage = await accountUsage(deps.db, account, deps.now());
@@ -52,6 +68,12 @@ ${sent}${verify}
 <dt>Two-factor sign-in</dt><dd>${user.two_factor_enabled ? html`<span class="tag ok">on</span>` : html`<a href="/account/security">off — turn it on</a>`}</dd>
 <dt>Account id</dt><dd><code>${account.id}</code></dd>
 </dl></div>
+${isAdminRole(p.current) ? html`<div class="card"><h2>Name</h2>
+<form method="post" action="/account/rename" novalidate>${csrfInput(p.csrf)}<input type="hidden" name="account_id" value="${account.id}">
+${input('name', 'Account name', {}, { value: account.name, required: true, maxlength: MAX_ACCOUNT_NAME, hint: '(shown as {{account_name}} on published file listings)' })}
+<div class="actions"><button type="submit">Rename</button></div></form></div>` : ''}
+${account.kind === 'agency' && p.current.role === 'owner' ? await clientsCard(deps, p, account.id) : ''}
+${account.parent_account_id ? html`<p class="hint">Client account of <a href="/account?account=${account.parent_account_id}">its agency</a>${account.client_name ? html` for ${account.client_name}` : ''}.</p>` : ''}
 <div class="card"><h2>Usage</h2><table><thead><tr><th>Limit</th><th>Used</th><th><span class="hint">Share of the limit</span></th></tr></thead><tbody>${usage.map(usageRow)}</tbody></table>
 <p class="hint">Storage, mailboxes and mail traffic are shared by the billing group (an agency and its client accounts). Monthly figures reset on the 1st (UTC).</p></div>`;
     return sendPage(reply, 200, accountLayout(p, 'Account', '/account', body));

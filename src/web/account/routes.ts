@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../context.ts';
 import { registerInvitationPages } from './invitations.pages.ts';
 import { registerActivityPages } from './activity.pages.ts';
+import { registerDomainPages } from './domains.pages.ts';
+import { registerClientPages } from './clients.pages.ts';
 import { registerMemberPages } from './members.pages.ts';
 import { registerOverviewPage } from './overview.pages.ts';
 import { registerSecurityPages } from './security.pages.ts';
@@ -15,4 +17,6 @@ export function registerAccountPages(web: FastifyInstance, deps: AppDeps): void 
   registerSecurityPages(web, deps);
   registerTwoFactorPages(web, deps);
   registerActivityPages(web, deps);
+  registerDomainPages(web, deps);
+  registerClientPages(web, deps);
 }
