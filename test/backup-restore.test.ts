@@ -74,7 +74,7 @@ for (const kind of DATABASES) {
       stop = true;
       await load;
       expect(taken.code, taken.stdout + taken.stderr).toBe(0);
-      expect(taken.json).toMatchObject({ backup: backupDir, dialect: kind, migrations: expect.any(Number), secret: 'environment' });
+      expect(taken.json).toMatchObject({ backup: backupDir, dialect: kind, migrations: expect.any(Number), secret: 'environment', note: expect.stringContaining('CUBBY_SECRET_KEY') });
       expect(ackedDuring, 'mail kept arriving while the backup ran').toBeGreaterThan(0);
       const manifest = JSON.parse(fs.readFileSync(path.join(backupDir, 'cubby-backup.json'), 'utf8'));
       expect(manifest).toMatchObject({ format: 'cubby-backup', format_version: 1, cubby_version: SERVER_VERSION, database: { dialect: kind }, blobs: { dir: 'blobs', count: taken.json.blobs } });
@@ -180,3 +180,37 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+describe('backup and restore of a generated secret key', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-backup-secret-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('carries secret.key along (0600) and refuses a different CUBBY_SECRET_KEY at restore', { timeout: 120_000 }, async () => {
+    const env = { CUBBY_DATA_DIR: path.join(dir, 'data') };
+    expect((await cubbyCli(env, ['admin', 'create-user', '--email', 'k@example.com', '--password', 'a long enough password', '--name', 'K'])).code).toBe(0);
+    // What `cubby serve` generates on first start when CUBBY_SECRET_KEY is not set.
+    const secret = `${randomBytes(48).toString('base64url')}\n`;
+    fs.writeFileSync(path.join(env.CUBBY_DATA_DIR, 'secret.key'), secret, { mode: 0o600 });
+    const backupDir = path.join(dir, 'backup');
+    const taken = await cubbyCli(env, ['admin', 'backup', '--out', backupDir]);
+    expect(taken.code, taken.stdout + taken.stderr).toBe(0);
+    expect(taken.json).toMatchObject({ secret: 'file' });
+    expect(taken.json.note).toBeUndefined();
+
+    const other = { CUBBY_DATA_DIR: path.join(dir, 'other'), CUBBY_SECRET_KEY: randomBytes(32).toString('hex') };
+    const refused = await cubbyCli(other, ['admin', 'restore', '--from', backupDir]);
+    expect(refused.code).toBe(1);
+    expect(refused.json.error).toMatch(/^RESTORE_MISMATCH: .*secret\.key.*unset CUBBY_SECRET_KEY/);
+    expect(fs.existsSync(other.CUBBY_DATA_DIR)).toBe(false);
+
+    const target = { CUBBY_DATA_DIR: path.join(dir, 'restored') };
+    const restored = await cubbyCli(target, ['admin', 'restore', '--from', backupDir]);
+    expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+    const file = path.join(target.CUBBY_DATA_DIR, 'secret.key');
+    expect(fs.readFileSync(file, 'utf8')).toBe(secret);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(target.CUBBY_DATA_DIR, 'cubby.db')).mode & 0o777).toBe(0o600);
+    const users = await cubbyCli(target, ['admin', 'list-users']);
+    expect(users.json.users.map((u: { email: string }) => u.email)).toEqual(['k@example.com']);
+  });
+});
