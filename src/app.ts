@@ -3,7 +3,9 @@ import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
 import { migrate, openDatabase, type Database } from './db/database.ts';
 import { resolveSecretKey } from './secret.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, type Logger } from './logger.ts';
+import type { DestinationStream } from 'pino';
+import { Metrics } from './ops/metrics.ts';
 import { buildHttpServer } from './http/server.ts';
 import { createBlobStore } from './blobs/index.ts';
 import { Worker } from './jobs/worker.ts';
@@ -11,7 +13,7 @@ import { createJobs } from './jobs/jobs.ts';
 import { registerMaintenance } from './jobs/maintenance.ts';
 import fs from 'node:fs';
 import type { SMTPServer } from 'smtp-server';
-import { createSmtpServer } from './inbound/smtp-server.ts';
+import { closeSmtpServer, createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
@@ -32,7 +34,12 @@ export interface StartedApp {
 
 export interface App {
   start(): Promise<StartedApp>;
-  stop(): Promise<void>;
+  /**
+   * Stops gracefully: listeners close at once, SMTP DATA and HTTP requests in progress finish,
+   * idle SMTP sessions get 421, running jobs finish or give their lease back, all within
+   * `graceMs` (default CUBBY_SHUTDOWN_GRACE_S); then the database closes.
+   */
+  stop(opts?: { graceMs?: number }): Promise<void>;
 }
 
 export interface AppOptions {
@@ -44,6 +51,8 @@ export interface AppOptions {
   mxPort?: number;
   /** Webhook DNS and retry policy, live-channel intervals and limits (tests). */
   events?: EventsOptions;
+  /** Where log lines go (default stdout): tests read them. */
+  logDestination?: DestinationStream;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -55,13 +64,17 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let boundHttp: string | null = null;
   let sites: SitesServer | undefined;
   let events: EventsRuntime | undefined;
+  let logger: Logger | undefined;
 
   return {
     async start() {
-      const logger = createLogger(config.logLevel);
+      logger = createLogger({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
+      const metrics = new Metrics();
       const secret = resolveSecretKey(config);
       database = await openDatabase(config.databaseUrl, config.databaseSchema);
       await migrate(database);
+      metrics.sources.db = database.db;
+      metrics.sources.pool = database.poolStats;
       const now = options.now ?? (() => new Date());
       if (config.roles.includes('worker')) {
         worker = new Worker({
@@ -69,6 +82,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
           dialect: database.dialect,
           now,
           log: logger,
+          metrics,
           listen: database.dialect === 'postgres' ? { url: config.databaseUrl, schema: config.databaseSchema } : undefined,
         });
       }
@@ -78,13 +92,16 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         config,
         secret,
         now,
-        blobs: createBlobStore(config),
+        blobs: meteredBlobStore(createBlobStore(config), metrics),
         jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
         siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),
         domainDns: options.resolver ?? systemResolver(5_000, config.dnsServers ? [...config.dnsServers] : undefined),
+        log: logger,
+        metrics,
       };
       events = attachEvents(deps, { resolver: options.resolver, ...options.events }, logger);
+      metrics.sources.liveConnections = () => events?.live?.connections().length ?? 0;
       await events.start();
       let httpPort: number | null = null;
       if (config.roles.includes('api')) {
@@ -117,6 +134,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }
+      logger.info({ roles: config.roles, http: boundHttp, smtp_port: smtpPort, sites_port: sites?.port ?? null }, 'started');
       const smtpHost = config.smtpHost.includes(':') ? `[${config.smtpHost}]` : config.smtpHost;
       return {
         urls: { http: boundHttp, smtp: smtpPort === null ? null : `smtp://${smtpHost === '0.0.0.0' ? '127.0.0.1' : smtpHost}:${smtpPort}`, sites: sites ? deps.siteUrl('www').replace('//www.', '//') : null },
@@ -124,13 +142,42 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         deps,
       };
     },
-    async stop() {
-      if (smtp) await new Promise<void>((resolve) => smtp!.close(() => resolve()));
+    async stop(opts = {}) {
+      const graceMs = opts.graceMs ?? config.shutdownGraceMs;
+      // The listeners close first, at once (Fastify's own close below would first run its
+      // plugins' hooks); what is in progress gets the grace period. Live sockets are told to
+      // reconnect elsewhere right away (they would never finish by themselves).
+      if (http?.server.listening) http.server.close();
+      const closing = [smtp ? closeSmtpServer(smtp, graceMs) : undefined, sites?.close()];
       await events?.stop();
-      await sites?.close();
-      await http?.close();
-      await worker?.stop();
+      await Promise.all([...closing, http ? closeHttp(http, graceMs) : undefined, worker?.stop({ graceMs })]);
       await database?.close();
+      logger?.info({}, 'stopped');
     },
   };
+}
+
+/** Counts the bytes every put writes (putBuffer goes through put in both stores). */
+function meteredBlobStore<T extends { put: (...args: any[]) => Promise<{ byteSize: number }> }>(store: T, metrics: Metrics): T {
+  const put = store.put.bind(store);
+  store.put = (async (...args: any[]) => {
+    const blob = await put(...args);
+    metrics.blobBytesWritten.inc(blob.byteSize);
+    return blob;
+  }) as T['put'];
+  return store;
+}
+
+/**
+ * Fastify's close stops the listener, answers new requests on open connections with 503 and
+ * waits for those in progress; idle keep-alive connections are closed at once. Requests still
+ * running after `graceMs` have their connections cut.
+ */
+async function closeHttp(http: FastifyInstance, graceMs: number): Promise<void> {
+  const timer = setTimeout(() => http.server.closeAllConnections(), graceMs);
+  try {
+    await http.close();
+  } finally {
+    clearTimeout(timer);
+  }
 }

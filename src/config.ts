@@ -33,6 +33,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SMTP_MAX_CONNECTIONS_PER_IP: z.string().regex(/^[1-9]\d{0,4}$/, 'must be a whole number from 1 to 99999').transform(Number).default(100),
   // Message bytes all SMTP sessions may hold in memory at once (each message is kept while it streams
   // to the store); past it, DATA is answered 451 4.3.2. A message alone in flight is always admitted.
+  // Milliseconds to wait before the SMTP greeting; a client that talks before it is refused
+  // ("early talker", a spam-bot habit). 0 (default) greets at once.
+  CUBBY_SMTP_GREETING_DELAY_MS: z.string().regex(/^\d{1,5}$/, 'must be a whole number of milliseconds (0-99999)').transform(Number).default(0),
   CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES: z.string().regex(/^[1-9]\d{0,12}$/, 'must be a whole number of bytes').transform(Number).default(256 * 1024 * 1024),
   // The name the SMTP server gives itself (greeting, EHLO, Authentication-Results).
   CUBBY_SMTP_HOSTNAME: z.string().regex(/^[a-z0-9.-]{1,253}$/i, 'must be a host name').optional(),
@@ -71,6 +74,13 @@ const envSchema = withBlobEnvChecks(z.object({
   // Behind a reverse proxy: trust X-Forwarded-For from this many hops (0 = none).
   CUBBY_TRUST_PROXY_HOPS: z.string().regex(/^\d{1,2}$/, 'must be a number of proxy hops from 0 to 99').transform(Number).default(0),
   CUBBY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // json: one JSON object per line (for collectors); pretty: coloured, human-readable (a terminal).
+  CUBBY_LOG_FORMAT: z.enum(['json', 'pretty'], { error: 'must be json or pretty' }).default('json'),
+  // GET /metrics: with a token, any client presenting it (Authorization: Bearer …); without one,
+  // only direct loopback clients (see docs/operations.md).
+  CUBBY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // SIGTERM: seconds to finish SMTP DATA, HTTP requests and jobs in progress before exiting.
+  CUBBY_SHUTDOWN_GRACE_S: z.string().regex(/^\d{1,4}$/, 'must be a whole number of seconds').transform(Number).default(25),
   // Webhooks: private destinations only for tests and local development; extra trusted CA (PEM file).
   CUBBY_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   CUBBY_WEBHOOK_CA_FILE: z.string().min(1).optional(),
@@ -85,6 +95,14 @@ const envSchema = withBlobEnvChecks(z.object({
   // Crash leftovers (temp files of unfinished writes, blobs whose row was never committed) older than
   // this are removed by the worker's sweeper. Longer than any upload or SMTP DATA may stall.
   CUBBY_ORPHAN_SWEEP_AGE_S: z.string().regex(/^[1-9]\d{0,8}$/, 'must be a whole number of seconds (1 or more)').transform(Number).default(86_400),
+  // Compatibility (docs/compat.md): an upload session with no activity for this many seconds
+  // releases its write lock and expires; extra brand words for OAuth scopes, token fields and headers.
+  CUBBY_UPLOAD_SESSION_IDLE_S: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of seconds').transform(Number).default(900),
+  CUBBY_COMPAT_BRANDS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[a-z][a-z0-9]{1,30}$/, 'must be comma-separated words of letters and digits')).max(10)),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -119,6 +137,7 @@ export interface Config {
   readonly smtpHost: string;
   readonly smtpMaxConnectionsPerIp: number;
   readonly smtpMaxDataInFlightBytes: number;
+  readonly smtpGreetingDelayMs: number;
   readonly smtpHostname: string;
   readonly smtpTls: { keyFile: string; certFile: string } | null;
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
@@ -132,6 +151,9 @@ export interface Config {
   readonly secretKey: string | undefined;
   readonly roles: readonly Role[];
   readonly logLevel: string;
+  readonly logFormat: 'json' | 'pretty';
+  readonly metricsToken: string | undefined;
+  readonly shutdownGraceMs: number;
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
@@ -139,6 +161,8 @@ export interface Config {
   readonly webhookCaFile: string | undefined;
   /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
   readonly orphanSweepAgeMs: number;
+  readonly uploadSessionIdleSeconds: number;
+  readonly compatBrands: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -166,6 +190,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     smtpHost: e.CUBBY_SMTP_HOST,
     smtpMaxConnectionsPerIp: e.CUBBY_SMTP_MAX_CONNECTIONS_PER_IP,
     smtpMaxDataInFlightBytes: e.CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES,
+    smtpGreetingDelayMs: e.CUBBY_SMTP_GREETING_DELAY_MS,
     smtpHostname: (e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
     smtpTls: e.CUBBY_SMTP_TLS_KEY && e.CUBBY_SMTP_TLS_CERT ? { keyFile: path.resolve(e.CUBBY_SMTP_TLS_KEY), certFile: path.resolve(e.CUBBY_SMTP_TLS_CERT) } : null,
     labeler:
@@ -182,11 +207,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey: e.CUBBY_SECRET_KEY,
     roles: Object.freeze([...new Set(e.CUBBY_ROLES)]),
     logLevel: e.CUBBY_LOG_LEVEL,
+    logFormat: e.CUBBY_LOG_FORMAT,
+    metricsToken: e.CUBBY_METRICS_TOKEN,
+    shutdownGraceMs: e.CUBBY_SHUTDOWN_GRACE_S * 1000,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
     orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
+    uploadSessionIdleSeconds: e.CUBBY_UPLOAD_SESSION_IDLE_S,
+    compatBrands: Object.freeze([...new Set(e.CUBBY_COMPAT_BRANDS)].filter((b) => b !== 'cubby' && b !== 'service')),
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

@@ -5,6 +5,8 @@ import type { Dialect } from './db/database.ts';
 import type { AgentInfo, Credential } from './auth/credential.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
 import type { Jobs } from './jobs/jobs.ts';
+import type { Logger } from './logger.ts';
+import type { Metrics } from './ops/metrics.ts';
 
 /** Long-lived things every service function may use. */
 export interface AppDeps {
@@ -22,6 +24,10 @@ export interface AppDeps {
   publicUrl: () => string;
   /** Origin of a published site by host label (`<slug>` or `preview-<slug>`): see src/sites/urls.ts. */
   siteUrl: (label: string) => string;
+  /** The process's logger (one line per request, SMTP transaction, job run, webhook attempt). */
+  log: Logger;
+  /** Prometheus metrics of this app (src/ops/metrics.ts). */
+  metrics: Metrics;
 }
 
 /** Who is acting, for activity history. */

@@ -12,7 +12,7 @@ export function resolveSecretKey(config: Config): string {
   const file = path.join(config.dataDir, 'secret.key');
   const existing = readSecretFile(file);
   if (existing !== null) return existing;
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(48).toString('base64url');
   // Write a temporary file, then link it into place: link() fails if the name exists and
   // never exposes a half-written file, so processes starting at once agree on one key.

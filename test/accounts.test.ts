@@ -228,7 +228,7 @@ describeEachDatabase('creating client accounts', (app) => {
     const res = await app().request('GET', '/v1/accounts', { key: owner.key });
     expect(res.status).toBe(200);
     expect(res.body.data.default_account_id).toBe(owner.accountId);
-    expect(res.body.data.pagination).toEqual({ limit: 50, has_more: false, next_cursor: null });
+    expect(res.body.data.pagination).toEqual({ limit: 50, has_more: false, next_cursor: null, offset: 0, count: 4, total: 4, next_offset: null });
     const accounts = res.body.data.accounts;
     expect(accounts.map((a: any) => a.id).sort()).toEqual(ids.sort());
     for (const a of accounts) {

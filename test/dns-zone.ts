@@ -6,6 +6,8 @@ import { systemResolver, type DnsResolver } from '../src/inbound/authenticate.ts
 // node's resolver, exactly as it queries the real DNS.
 
 const { Packet } = dns2;
+// dns2 3.0.0 (the last release for Node 20) has RCODE at run time but not in its types.
+const RCODE = (Packet as unknown as { RCODE: Record<'SERVFAIL' | 'NXDOMAIN', number> }).RCODE;
 
 export interface TestZone {
   /** "127.0.0.1:port", for CUBBY_DNS_SERVERS or systemResolver. */
@@ -40,7 +42,7 @@ export async function startTestZone(): Promise<TestZone> {
       const q = request.questions[0];
       const name = key(q?.name ?? '');
       if ([...failing].some((s) => under(name, s))) {
-        response.header.rcode = Packet.RCODE.SERVFAIL;
+        response.header.rcode = RCODE.SERVFAIL;
         return send(response);
       }
       const base = { name: q.name, class: Packet.CLASS.IN, ttl: 60 };
@@ -54,7 +56,7 @@ export async function startTestZone(): Promise<TestZone> {
       }
       // A name that holds nothing (and is no zone apex nor has names below it) does not exist.
       const exists = zones.has(name) || recs.length > 0 || [...records.keys(), ...zones].some((n) => n.endsWith(`.${name}`));
-      if (!exists) response.header.rcode = Packet.RCODE.NXDOMAIN;
+      if (!exists) response.header.rcode = RCODE.NXDOMAIN;
       send(response);
     },
   });

@@ -5,10 +5,10 @@ import { Parser } from 'htmlparser2';
 import { expect } from 'vitest';
 import type { EmailAddress, ParsedEmail } from '../src/inbound/parse.ts';
 
-export const FIXTURES = new URL('../../shared/fixtures/eml/', import.meta.url).pathname;
+export const FIXTURES = new URL('./fixtures/eml/', import.meta.url).pathname;
 export const STATUSES = ['complete', 'empty', 'truncated', 'unavailable'];
 
-/** Every .eml under the shared fixtures (COPYING and README files skipped), as relative paths. */
+/** Every .eml under test/fixtures/eml (COPYING and README files skipped), as relative paths. */
 export function fixtureFiles(dir = FIXTURES, prefix = ''): string[] {
   return readdirSync(dir).sort().flatMap((name) => {
     const full = join(dir, name);

@@ -13,7 +13,7 @@ const parse = (raw: Buffer | Readable | string, extra: Record<string, unknown> =
 const fixture = (name: string) => parse(readFileSync(FIXTURES + name));
 const names = (p: ParsedEmail) => p.attachments.map((a) => a.filename);
 
-describe('shared fixtures', () => {
+describe('fixture messages', () => {
   const files = fixtureFiles();
 
   it('finds all 107 messages', () => expect(files).toHaveLength(107));

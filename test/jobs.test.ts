@@ -216,3 +216,45 @@ describeEachDatabase('durable jobs', (app) => {
     await ran; // with a ten-minute poll, only the notification can have started it
   });
 });
+
+describeEachDatabase('durable jobs at shutdown', (app) => {
+  it('stop({ graceMs }) lets a quick job finish and gives a slow one its lease back, attempt not counted; its late result is ignored', async () => {
+    const a = app();
+    const d = a.started.deps;
+    const lines: unknown[] = [];
+    const w = new Worker({ db: d.db, dialect: d.dialect, now: () => new Date(), log: { error: () => undefined, info: (o) => void lines.push(o) }, pollMs: 20 });
+    const quick = `t.quick.${Math.random()}`;
+    const slow = `t.slow.${Math.random()}`;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const deferred = () => {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      return { promise, resolve };
+    };
+    const started = { quick: deferred(), slow: deferred() };
+    let quickGate!: () => void;
+    const quickHeld = new Promise<void>((r) => (quickGate = r));
+    w.register(quick, { handler: async () => { started.quick.resolve(); await quickHeld; } });
+    w.register(slow, { handler: async () => { started.slow.resolve(); await gate; } });
+    const qid = (await enqueue(d.db, d.dialect, quick, {}, new Date()))!;
+    const sid = (await enqueue(d.db, d.dialect, slow, {}, new Date()))!;
+    await w.start();
+    await Promise.all([started.quick.promise, started.slow.promise]);
+    const stopping = w.stop({ graceMs: 300 });
+    quickGate();
+    await stopping;
+    const row = (id: string) => d.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(await row(qid)).toMatchObject({ status: 'done' });
+    expect(await row(sid)).toMatchObject({ status: 'queued', attempts: 0, locked_by: null, locked_until: null });
+    // The handler finishing after the release changes nothing: another worker owns the job now.
+    release();
+    await new Promise((r) => setImmediate(r));
+    expect(await row(sid)).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(lines).toEqual(expect.arrayContaining([
+      { job: expect.objectContaining({ id: qid, task: quick, attempt: 1, outcome: 'done', ms: expect.any(Number) }) },
+      { job: { id: sid, task: slow, attempt: 1, outcome: 'released' } },
+    ]));
+    await d.db.deleteFrom('jobs').where('id', 'in', [qid, sid]).execute();
+  });
+});

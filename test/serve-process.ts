@@ -13,9 +13,19 @@ const run = promisify(execFile);
 
 export interface ServeProcess {
   pid: number;
-  /** http://127.0.0.1:PORT */
+  /** http://127.0.0.1:PORT ('' when the process has no api role) */
   base: string;
+  /** The SMTP port (null without the smtp role). */
+  smtpPort: number | null;
+  /** http://localhost:PORT of the sites listener (null without the sites role). */
+  sites: string | null;
   env: Record<string, string>;
+  /** Resolves with the exit code (null when a signal ended it) and signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once stdout or stderr (everything since start) matches. */
+  waitForOutput(pattern: RegExp): Promise<void>;
+  /** Sends a signal (SIGTERM for a graceful stop) and returns at once. */
+  signal(sig: NodeJS.Signals): void;
   /** VmRSS and VmHWM of the server process, in bytes. */
   memory(): { rss: number; hwm: number };
   /** Resets VmHWM to the current RSS (Linux: `5` to /proc/PID/clear_refs), so it measures from now. */
@@ -48,36 +58,57 @@ export function procMemory(pid: number): { rss: number; hwm: number } {
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
 }
 
-/** Starts `cubby serve` (with `nodeArgs` for node, e.g. --cpu-prof) and resolves once it prints its API address. */
+/**
+ * Starts `cubby serve` (with `nodeArgs` for node, e.g. --cpu-prof) and resolves once it has
+ * printed its addresses (the banner ends with the Data line).
+ */
 export async function startServe(env: Record<string, string>, opts: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<ServeProcess> {
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'serve'], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   // Keep draining both pipes for the whole run (a full pipe would stall the server); keep a tail.
-  child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
-  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const base = await new Promise<string>((resolve, reject) => {
+  const watchers: { pattern: RegExp; resolve: () => void }[] = [];
+  let seen = '';
+  const onData = (d: Buffer, which: 'out' | 'err') => {
+    const text = d.toString();
+    if (which === 'out') out = (out + text).slice(-20_000);
+    else err = (err + text).slice(-20_000);
+    // Matched against a sliding window, so a pattern split across two chunks is still found.
+    seen = (seen + text).slice(-200_000);
+    for (const w of watchers.splice(0)) {
+      if (w.pattern.test(seen)) w.resolve();
+      else watchers.push(w);
+    }
+  };
+  child.stdout.on('data', (d: Buffer) => onData(d, 'out'));
+  child.stderr.on('data', (d: Buffer) => onData(d, 'err'));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const waitForOutput = (pattern: RegExp) =>
+    pattern.test(seen) ? Promise.resolve() : new Promise<void>((resolve) => watchers.push({ pattern, resolve }));
+  await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`cubby serve did not start in time:\n${out}\n${err}`)), opts.timeoutMs ?? 60_000);
-    const check = () => {
-      const m = /API \(R\):\s+(http:\/\/[^\s/]+)\/v1/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        child.stdout.off('data', check);
-        resolve(m[1]!);
-      }
-    };
-    child.stdout.on('data', check);
-    void exited.then((code) => {
+    void waitForOutput(/^\s+Data:\s+\S+/m).then(() => {
       clearTimeout(timer);
-      reject(new Error(`cubby serve exited with ${code}:\n${out}\n${err}`));
+      resolve();
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`cubby serve exited with ${code ?? signal}:\n${out}\n${err}`));
     });
   });
+  const base = /API \(R\):\s+(http:\/\/[^\s/]+)\/v1/.exec(out)?.[1] ?? '';
+  const smtpPort = /SMTP:\s+smtp:\/\/\S+:(\d+)/.exec(out)?.[1];
+  const sites = /Sites:\s+(http:\/\/)<slug>\.(\S+)/.exec(out);
   const pid = child.pid!;
   return {
     pid,
     base,
+    smtpPort: smtpPort ? Number(smtpPort) : null,
+    sites: sites ? `${sites[1]}${sites[2]}` : null,
     env,
+    exited,
+    waitForOutput,
+    signal: (sig) => void child.kill(sig),
     memory: () => procMemory(pid),
     resetPeak: () => fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'),
     async stop() {

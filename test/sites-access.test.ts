@@ -27,7 +27,10 @@ describeEachDatabase('sites: access modes', (app) => {
     expect(seen.body.data.publication.share_text).toBeUndefined();
 
     const gate = await siteFetch(`${p.public_url}/a/b.html?x=1`);
-    expect(gate.status).toBe(401);
+    // The gate is a normal page (200; docs/compat.md); the content stays locked.
+    expect(gate.status).toBe(200);
+    expect(gate.headers['x-cubby-access']).toBe('password_required');
+    expect(gate.text).not.toContain('deep');
     expect(gate.headers['x-robots-tag']).toBe('noindex');
     expect(gate.text).toContain('action="/.cubby/password"');
     expect(gate.text).toContain('value="/a/b.html?x=1"');
@@ -57,7 +60,9 @@ describeEachDatabase('sites: access modes', (app) => {
     expect((await siteFetch(p.public_url, { headers: { cookie } })).status).toBe(200);
     const fresh = await publishAndWait(app(), u.key, bucket.id, { regenerate_password: true });
     expect(fresh.password).not.toBe(p.password);
-    expect((await siteFetch(p.public_url, { headers: { cookie } })).status).toBe(401);
+    const locked = await siteFetch(p.public_url, { headers: { cookie } });
+    expect(locked.headers['x-cubby-access']).toBe('password_required');
+    expect(locked.text).toContain('action="/.cubby/password"');
     const chosen = await publishAndWait(app(), u.key, bucket.id, { password: 'correct horse battery' });
     expect(chosen.password).toBe('correct horse battery');
 
@@ -79,8 +84,10 @@ describeEachDatabase('sites: access modes', (app) => {
     const visitor = await app().user();
     const inbox = await mailboxWithAddress(app(), visitor);
     const gate = await siteFetch(p.public_url);
-    expect(gate.status).toBe(401);
+    expect(gate.status).toBe(200);
+    expect(gate.headers['x-cubby-access']).toBe('email_required');
     expect(gate.text).toContain('action="/.cubby/email"');
+    expect(gate.text).not.toContain('members');
     expect((await siteFetch(`${p.public_url}/.cubby/email`, { method: 'POST', ...form({ email: 'not an email' }) })).status).toBe(422);
     const sent = await siteFetch(`${p.public_url}/.cubby/email`, { method: 'POST', ...form({ email: inbox.address, next: '/' }) });
     expect(sent.status).toBe(200);

@@ -22,7 +22,8 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
       const page = await browser().newPage();
       try {
         const res = await page.goto(`${p.public_url}/minutes/june.html`);
-        expect(res?.status()).toBe(401);
+        expect(res?.status()).toBe(200);
+        expect(res?.headers()['x-cubby-access']).toBe('password_required');
         await shot(page, 'password');
         await page.getByLabel('Password').fill('definitely-wrong');
         await page.getByRole('button', { name: 'Open site' }).click();

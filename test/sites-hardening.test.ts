@@ -93,7 +93,7 @@ describeEachDatabase('sites: hostile requests', (app) => {
     expect((await siteFetch(pa.public_url, { headers: { cookie } })).status).toBe(200);
     // Replayed by hand on another site of the same owner, with the same password: still refused.
     const replay = await siteFetch(pb.public_url, { headers: { cookie } });
-    expect(replay.status).toBe(401);
+    expect(replay.headers['x-cubby-access']).toBe('password_required');
     expect(replay.text).not.toContain('<h1>b</h1>');
   });
 });

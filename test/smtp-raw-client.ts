@@ -127,6 +127,11 @@ export class RawSmtp {
     });
   }
 
+  /** Writes bytes without waiting for a reply (a DATA body sent in pieces). */
+  write(data: string | Buffer): void {
+    this.socket.write(data);
+  }
+
   command(line: string): Promise<Reply> {
     this.socket.write(line + '\r\n');
     return this.reply();

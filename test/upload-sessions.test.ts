@@ -251,7 +251,7 @@ function sessionsSuite(app: () => TestApp) {
     await s.batch(id, 1);
     const past = new Date(Date.now() - 1000).toISOString();
     await dbOf(app()).updateTable('upload_sessions').set({ uploads_expire_at: past }).where('id', '=', id).execute();
-    expect(await expireUploadSessions(dbOf(app()), new Date())).toBeGreaterThanOrEqual(1);
+    expect(await expireUploadSessions(dbOf(app()), new Date(), 900)).toBeGreaterThanOrEqual(1);
     const row = await dbOf(app()).selectFrom('upload_sessions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'expired', pending_slot: null });
     const mb = await mailboxOf(app(), u.key, m.id);

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../context.ts';
 import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { offsetFields, offsetOf, offsetQuery } from '../http/offset.ts';
 import { checkReason } from '../activity/activity.service.ts';
 import { reachableAccounts, selectAccount, toAccess } from '../auth/access.ts';
 import { createClientAccount, MAX_ACCOUNT_NAME, MAX_CLIENT_NAME } from './accounts.service.ts';
@@ -64,7 +65,7 @@ export function registerAccountRoutesR(app: App, _deps: AppDeps) {
       schema: {
         tags: ['accounts'],
         summary: "List the credential's account and granted client accounts",
-        querystring: z.object({ ...pageQuery, account_id: accountIdField, reason: reasonField }),
+        querystring: z.object({ ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }),
       },
     },
     async (req) => {
@@ -75,18 +76,20 @@ export function registerAccountRoutesR(app: App, _deps: AppDeps) {
       if (req.query.account_id !== undefined) await selectAccount(ctx.db, ctx.credential, req.query.account_id);
       const reachable = await reachableAccounts(ctx.db, ctx.credential);
       const filters = { key: ctx.credential.keyId };
+      const start = offsetOf(req.query);
       const after = req.query.cursor ? String(decodeCursor(ctx.secret, req.query.cursor, 'accounts', filters)[0]) : null;
-      const rows = [...reachable.values()]
-        .sort((a, b) => (a.account.id < b.account.id ? -1 : 1))
-        .filter((r) => after === null || r.account.id > after)
-        .slice(0, req.query.limit + 1);
+      const all = [...reachable.values()].sort((a, b) => (a.account.id < b.account.id ? -1 : 1));
+      const rest = all.filter((r) => after === null || r.account.id > after);
+      const position = all.length - rest.length + start;
+      const rows = rest.slice(start, start + req.query.limit + 1);
       const page = toPage(rows, req.query.limit, (r) => [r.account.id], { secret: ctx.secret, list: 'accounts', filters });
       return {
         success: true,
         data: {
           accounts: page.items.map((r) => presentAccountIdentity(r.account, toAccess(ctx.credential, r.account, r.role), ctx.credential, reachable)),
           default_account_id: ctx.credential.defaultAccountId,
-          pagination: page.pagination,
+          // Offset fields beside the cursor ones, for offset-paging clients (docs/compat.md).
+          pagination: { ...page.pagination, ...offsetFields(position, page.items.length, all.length) },
         },
       };
     },

@@ -28,6 +28,7 @@ const usernameField = z.string().max(100);
 const rotateBody = writeBody({
   confirm: z.boolean().optional().describe('Must be true'),
   expected_address: z.string().max(320).optional().describe('The current address; a different current address gives EMAIL_ADDRESS_CHANGED'),
+  current_address: z.string().max(320).optional().describe('Accepted as expected_address (the bucket-era name); if both are sent they must agree'),
   username: usernameField.nullable().optional().describe('Omit for a generated name. Platform domain: prefix plus a new 4-character suffix; custom domain: the exact name'),
   domain: domainField,
   keep_old_as_alias: z.boolean().optional().describe('Default: true for account owners/administrators while the old domain still receives mail'),
@@ -60,10 +61,13 @@ export function registerAddressRoutesR(app: App) {
     { schema: { tags, summary: 'Change the address (200), or queue a custom-domain change (202; poll assignment.status)', params: mailboxParams, querystring: readQuery, body: rotateBody } },
     async (req, reply) => {
       const b = req.body;
+      if (b.expected_address !== undefined && b.current_address !== undefined && b.expected_address !== b.current_address) {
+        throw invalidArgument('current_address', 'differs from expected_address; send one of them');
+      }
       const { loaded, pending } = await rotateAddress(req.ctx, req.params.mailbox_id, {
         accountId: selector(req),
         confirm: b.confirm,
-        expectedAddress: b.expected_address,
+        expectedAddress: b.expected_address ?? b.current_address,
         username: b.username,
         domain: b.domain,
         keepOldAsAlias: b.keep_old_as_alias,

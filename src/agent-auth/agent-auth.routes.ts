@@ -40,8 +40,8 @@ const verifyBodyA = z.object({ ...verifyFields, bucket_access: access.optional()
 const grantBody = z.object({ grant_token: z.string().max(200), label: z.string().max(100).nullable().optional(), account_id: accountIdField, reason: reasonField }).strict();
 const linkBody = z.object({ redirect_path: z.string().max(500).optional(), account_id: accountIdField, reason: reasonField }).strict().nullish();
 
-function agentOf(req: FastifyRequest) {
-  return { agent: readAgentHeaders(req.headers), requestId: req.id };
+function agentOf(req: FastifyRequest, deps: AppDeps) {
+  return { agent: readAgentHeaders(req.headers, deps.config.compatBrands), requestId: req.id };
 }
 
 function capabilities(deps: AppDeps) {
@@ -100,7 +100,7 @@ function register(app: App, deps: AppDeps, wrap: (data: unknown) => unknown, sur
           accountId: b.account_id,
           ip: req.ip,
         },
-        agentOf(req),
+        agentOf(req, deps),
       );
       return reply.code(201).send(wrap(await presentIssued(deps, made)));
     },
@@ -108,7 +108,7 @@ function register(app: App, deps: AppDeps, wrap: (data: unknown) => unknown, sur
 
   app.post('/agent_auth/exchange_grant', { config: NO_KEY, schema: { tags, summary: 'Trade a one-time connection code from the dashboard for an API key', security: [], body: grantBody } }, async (req, reply) => {
     checkReason(req.body.reason);
-    const made = (await grantThrottle(deps, req, () => exchangeGrant(deps, { grantToken: req.body.grant_token, label: req.body.label, accountId: req.body.account_id }, agentOf(req)))) as Awaited<ReturnType<typeof exchangeGrant>>;
+    const made = (await grantThrottle(deps, req, () => exchangeGrant(deps, { grantToken: req.body.grant_token, label: req.body.label, accountId: req.body.account_id }, agentOf(req, deps)))) as Awaited<ReturnType<typeof exchangeGrant>>;
     return reply.code(201).send(wrap(await presentIssued(deps, made)));
   });
 

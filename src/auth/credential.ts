@@ -189,8 +189,11 @@ const AGENT_HEADERS: Record<Exclude<keyof AgentInfo, 'user_agent'>, string> = {
   task: 'agent-task',
 };
 
-/** Agent identification headers, under X-Service- or X-Cubby-, each capped at 200 characters. */
-export function readAgentHeaders(headers: Record<string, string | string[] | undefined>): AgentInfo {
+/**
+ * Agent identification headers, under X-Service- or X-Cubby- (or X-<Brand>- for each
+ * CUBBY_COMPAT_BRANDS word, read the same way; docs/compat.md), each capped at 200 characters.
+ */
+export function readAgentHeaders(headers: Record<string, string | string[] | undefined>, brands: readonly string[] = []): AgentInfo {
   const one = (name: string): string | null => {
     const v = headers[name];
     const s = Array.isArray(v) ? v[0] : v;
@@ -198,7 +201,9 @@ export function readAgentHeaders(headers: Record<string, string | string[] | und
   };
   const info = { user_agent: one('user-agent') } as AgentInfo;
   for (const [field, suffix] of Object.entries(AGENT_HEADERS)) {
-    (info as any)[field] = one(`x-service-${suffix}`) ?? one(`x-cubby-${suffix}`);
+    let value = one(`x-service-${suffix}`) ?? one(`x-cubby-${suffix}`);
+    for (const brand of brands) value ??= one(`x-${brand}-${suffix}`);
+    (info as any)[field] = value;
   }
   return info;
 }

@@ -27,6 +27,9 @@ import { spoolToFile } from './spool.ts';
  * Reads also find blobs in the earlier layout `<aa>/<bb>/<sha256>` (one more level, which cost an
  * extra directory sync whenever `<bb>` was new); new blobs always go to `<aa>/<sha256>`.
  */
+/** Directories we create are the service's alone (blob files themselves are written 0600). */
+const PRIVATE_DIR = 0o700;
+
 export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   readonly root: string;
@@ -183,9 +186,9 @@ export class FsBlobStore implements BlobStore {
   /** The temp directory and the 256 first-level directories, made once; then the root is synced. */
   private ensureLayout(): Promise<void> {
     this.ready ??= (async () => {
-      await fsp.mkdir(this.tmpDir, { recursive: true });
+      await fsp.mkdir(this.tmpDir, { recursive: true, mode: PRIVATE_DIR });
       const hex = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-      await Promise.all(hex.map((aa) => fsp.mkdir(path.join(this.root, aa), { recursive: true })));
+      await Promise.all(hex.map((aa) => fsp.mkdir(path.join(this.root, aa), { recursive: true, mode: PRIVATE_DIR })));
       await fsyncDir(this.root);
     })().catch((err: unknown) => {
       this.ready = undefined;

@@ -89,7 +89,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
-    this.spoolReady ??= fsp.mkdir(this.spoolDir, { recursive: true }).catch((err: unknown) => {
+    this.spoolReady ??= fsp.mkdir(this.spoolDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
       this.spoolReady = undefined;
       throw err;
     });

@@ -94,12 +94,27 @@ program
     if (started.urls.smtp) console.log(`  SMTP:        ${started.urls.smtp}   (mail to any mailbox address @${cfg.mailDomain})`);
     if (started.urls.sites) console.log(`  Sites:       ${started.urls.sites.replace('//', '//<slug>.')}   (published websites, each on its own origin)`);
     console.log(`  Data:        ${cfg.dataDir}`);
-    const shutdown = async () => {
-      await app.stop();
-      process.exit(0);
+    // SIGTERM/SIGINT: stop gracefully within CUBBY_SHUTDOWN_GRACE_S (see App.stop), exit 0. A
+    // second signal, or a stop that overruns the grace by 5 s, exits at once with 1.
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) process.exit(1);
+      stopping = true;
+      started.deps.log.info({ signal, grace_s: cfg.shutdownGraceMs / 1000 }, 'shutting down');
+      setTimeout(() => {
+        started.deps.log.error({}, 'shutdown overran its grace period; exiting');
+        process.exit(1);
+      }, cfg.shutdownGraceMs + 5_000).unref();
+      app.stop({ graceMs: cfg.shutdownGraceMs }).then(
+        () => process.exit(0),
+        (err) => {
+          started.deps.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
     };
-    process.once('SIGINT', shutdown);
-    process.once('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+    process.on('SIGTERM', shutdown);
   });
 
 const admin = program

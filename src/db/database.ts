@@ -23,6 +23,8 @@ export interface Database {
   readonly dialect: Dialect;
   /** Postgres schema holding our tables (and the migration bookkeeping). */
   readonly schema?: string;
+  /** Postgres pool connections (metrics); absent on SQLite, which has one connection. */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -99,7 +101,7 @@ export async function inspectDatabase(url: string, schema?: string): Promise<Dat
 }
 
 function openSqlite(file: string): Database {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (file !== ':memory:') makePrivate(file);
   const database = new BetterSqlite3(file);
   database.pragma('journal_mode = WAL');
   // FULL: a commit is on disk before we answer (SMTP 250, upload saved).
@@ -108,6 +110,23 @@ function openSqlite(file: string): Database {
   database.pragma('busy_timeout = 5000');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * The database file is the service's alone: created 0600 (in a 0700 directory when we make it)
+ * before SQLite opens it, and tightened if an earlier version left it readable to others. SQLite
+ * gives the -wal and -shm files the database file's mode; existing ones are tightened too.
+ */
+function makePrivate(file: string): void {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    try {
+      if ((fs.statSync(f).mode & 0o077) !== 0) fs.chmodSync(f, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
 }
 
 async function openPostgres(url: string, schema?: string): Promise<Database> {
@@ -126,17 +145,33 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', schema: schema ?? 'public', close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    schema: schema ?? 'public',
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => db.destroy(),
+  };
 }
 
-export async function migrate(database: Database): Promise<void> {
-  const migrator = new Migrator({
-    db: database.db,
+function migratorFor(db: Kysely<DB>, schema: string | undefined): Migrator {
+  return new Migrator({
+    db,
     provider: { getMigrations: async () => MIGRATIONS },
     // Named explicitly: without it Kysely looks for its bookkeeping tables in any schema and
     // can mistake another schema's for ours.
-    ...(database.schema ? { migrationTableSchema: database.schema } : {}),
+    ...(schema ? { migrationTableSchema: schema } : {}),
   });
+}
+
+/** Names of the migrations this code has that the database has not run (readiness checks). */
+export async function pendingMigrations(db: Kysely<DB>, dialect: Dialect, schema: string | undefined): Promise<string[]> {
+  const all = await migratorFor(db, dialect === 'postgres' ? (schema ?? 'public') : undefined).getMigrations();
+  return all.filter((m) => !m.executedAt).map((m) => m.name);
+}
+
+export async function migrate(database: Database): Promise<void> {
+  const migrator = migratorFor(database.db, database.schema);
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

@@ -16,7 +16,10 @@ const tags = ['emails'];
 const mailboxParams = z.object({ mailbox_id: z.string().min(1).max(100) });
 const emailParams = mailboxParams.extend({ email_id: z.string().min(1).max(100) });
 const includeStorage = booleanQuery.optional().describe('Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory)');
-const readQuery = z.object({ account_id: accountIdField, reason: reasonField });
+// Generated SDKs send purpose=open|background on email reads; accepted and checked, and
+// (as every read here) nothing is marked read either way (docs/compat.md).
+const purpose = z.enum(['open', 'background']).optional().describe('Accepted for compatibility; reads never mark read');
+const readQuery = z.object({ account_id: accountIdField, reason: reasonField, purpose });
 const withStorageQuery = readQuery.extend({ include_storage: includeStorage });
 
 const listQuery = z.object({
@@ -31,6 +34,7 @@ const listQuery = z.object({
   has_attachments: booleanQuery.optional(),
   conversation_id: z.string().max(100).optional(),
   include_storage: includeStorage,
+  purpose,
   account_id: accountIdField,
   reason: reasonField,
 });

@@ -7,17 +7,20 @@ import { AppError } from '../errors.ts';
 import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { createDirectUpload } from './direct-uploads.service.ts';
-import { saveFile } from './files.service.ts';
-import { listFiles } from './files.list.ts';
-import { presentFiles } from './files.present.ts';
+import { appendText, loadFile, restoreVersion, saveFile } from './files.service.ts';
+import { listFiles, listVersions } from './files.list.ts';
+import { presentFiles, presentOneFile, presentVersions } from './files.present.ts';
+import { offsetQuery } from '../http/offset.ts';
 import { findFileByPath } from './files.repo.ts';
 import { cleanPath } from './paths.ts';
 import { attachmentDisposition } from '../blobs/content-disposition.ts';
-import { blobDeclaration, directUploadResponse, presentWrite } from './files.routes.ts';
+import { blobDeclaration, directUploadResponse, expectedVersion, presentWrite } from './files.routes.ts';
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 const tags = ['files'];
 const idParams = z.object({ id: z.string().min(1).max(100) });
+const fileParams = idParams.extend({ file_id: z.string().min(1).max(100).describe('df_… id') });
+const readQuery = z.object({ account_id: accountIdField });
 
 export function registerBucketFileRoutesA(app: App) {
   app.post(
@@ -48,10 +51,54 @@ export function registerBucketFileRoutesA(app: App) {
 
   app.get(
     '/buckets/:id/files',
-    { schema: { tags, summary: 'List files of a bucket', params: idParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, account_id: accountIdField }) } },
+    { schema: { tags, summary: 'List files of a bucket; cursor or offset paging', params: idParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, ...offsetQuery, account_id: accountIdField }) } },
     async (req) => {
-      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor });
+      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor, offset: req.query.offset });
       return { data: { files: await presentFiles(req.ctx.db, page.items), pagination: page.pagination } };
+    },
+  );
+
+  // Surface R's file operations under the bucket names (docs/compat.md): the same service
+  // functions, so the rules (paths, _email/ read-only, versions, locks) are the same.
+  app.post(
+    '/buckets/:id/files/append_text',
+    {
+      schema: {
+        tags,
+        summary: 'Append UTF-8 text to an existing file (a new version); missing file: MAILBOX_FILE_NOT_FOUND',
+        params: idParams,
+        body: writeBody({ path: z.string().max(2048), content: z.string(), newline_before: z.boolean().optional(), expected_mailbox_version: expectedVersion }),
+      },
+    },
+    async (req) => {
+      const b = req.body;
+      const r = await appendText(req.ctx, { accountId: selector(req), mailboxId: req.params.id, path: b.path, content: b.content, newlineBefore: b.newline_before, expectedMailboxVersion: b.expected_mailbox_version, reason: reasonOf(req) });
+      const { file, version } = await presentWrite(req.ctx, r);
+      return { data: { file, version, path: r.path, appended: true, appended_bytes: r.appended_bytes, newline_inserted: r.newline_inserted } };
+    },
+  );
+
+  app.get('/buckets/:id/files/:file_id', { schema: { tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery } }, async (req) => {
+    const { file } = await loadFile(req.ctx, req.query.account_id, req.params.id, req.params.file_id);
+    return { data: { file: await presentOneFile(req.ctx.db, file) } };
+  });
+
+  app.get(
+    '/buckets/:id/files/:file_id/versions',
+    { schema: { tags, summary: 'Versions of a file, newest first', params: fileParams, querystring: z.object({ ...pageQuery, account_id: accountIdField }) } },
+    async (req) => {
+      const { file } = await loadFile(req.ctx, req.query.account_id, req.params.id, req.params.file_id);
+      const page = await listVersions(req.ctx, { fileId: file.id, mailboxId: file.mailbox_id, limit: req.query.limit, cursor: req.query.cursor });
+      return { data: { versions: await presentVersions(req.ctx.db, page.items), pagination: page.pagination } };
+    },
+  );
+
+  app.post(
+    '/buckets/:id/files/:file_id/versions/:version_id/restore',
+    { schema: { tags, summary: 'Restore an earlier version as a new version', params: fileParams.extend({ version_id: z.string().min(1).max(100) }), body: writeBody({ expected_mailbox_version: expectedVersion }).nullish() } },
+    async (req) => {
+      const r = await restoreVersion(req.ctx, { accountId: selector(req), mailboxId: req.params.id, fileId: req.params.file_id, versionId: req.params.version_id, expectedMailboxVersion: req.body?.expected_mailbox_version, reason: reasonOf(req) });
+      return { data: await presentWrite(req.ctx, r) };
     },
   );
 

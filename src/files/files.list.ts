@@ -3,16 +3,22 @@ import { sql, type SqlBool } from 'kysely';
 import type { FilesTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
 import { decodeCursor, toPage } from '../http/cursor.ts';
+import { offsetFields, offsetOf } from '../http/offset.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { cleanFolder } from './paths.ts';
 
-/** Live files of a mailbox (including `_email/`), ordered by path. Never marks anything read. */
-export async function listFiles(ctx: RequestCtx, input: { accountId?: string | null; mailboxId: string; q?: string; folder?: string; limit: number; cursor?: string }) {
+/**
+ * Live files of a mailbox (including `_email/`), ordered by path. Never marks anything read.
+ * Paged by cursor, or by `offset` for clients that page that way; both answer the offset fields
+ * (`offset`, `count`, `total`, `next_offset`) beside the cursor ones.
+ */
+export async function listFiles(ctx: RequestCtx, input: { accountId?: string | null; mailboxId: string; q?: string; folder?: string; limit: number; cursor?: string; offset?: number }) {
   const { mailbox } = await loadMailbox(ctx, input.accountId, input.mailboxId, 'read');
   const folder = cleanFolder(input.folder);
   const q = input.q?.trim() || undefined;
+  const start = offsetOf(input);
   const filters = { mailbox: mailbox.id, q: q ?? null, folder: folder ?? null };
-  let query = ctx.db.selectFrom('files').selectAll().where('mailbox_id', '=', mailbox.id).where('deleted_at', 'is', null);
+  let query = ctx.db.selectFrom('files').where('mailbox_id', '=', mailbox.id).where('deleted_at', 'is', null);
   if (folder !== undefined) query = query.where('folder', '=', folder);
   // API keys do not see the files of withheld emails (still being labeled, or Junk).
   if (ctx.actor.apiKeyId) query = query.where((eb) => eb.or([sql<SqlBool>`substr(path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
@@ -20,12 +26,20 @@ export async function listFiles(ctx: RequestCtx, input: { accountId?: string | n
     const pattern = `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     query = query.where(sql<SqlBool>`lower(path) like ${pattern} escape '\\'`);
   }
+  const count = async (before?: string) => {
+    const row = await (before === undefined ? query : query.where('path', '<=', before)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  };
+  let rowsQuery = query.selectAll();
+  let position = start;
   if (input.cursor) {
     const [after] = decodeCursor(ctx.secret, input.cursor, 'files', filters);
-    query = query.where('path', '>', String(after));
+    rowsQuery = rowsQuery.where('path', '>', String(after));
+    position = await count(String(after));
   }
-  const rows: FilesTable[] = await query.orderBy('path', 'asc').limit(input.limit + 1).execute();
-  return toPage(rows, input.limit, (f) => [f.path], { secret: ctx.secret, list: 'files', filters });
+  const rows: FilesTable[] = await rowsQuery.orderBy('path', 'asc').offset(start).limit(input.limit + 1).execute();
+  const page = toPage(rows, input.limit, (f) => [f.path], { secret: ctx.secret, list: 'files', filters });
+  return { ...page, pagination: { ...page.pagination, ...offsetFields(position, page.items.length, await count()) } };
 }
 
 export async function listVersions(ctx: RequestCtx, input: { accountId?: string | null; mailboxId: string; fileId: string; limit: number; cursor?: string }) {

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { RequestCtx } from '../context.ts';
 import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { offsetQuery } from '../http/offset.ts';
 import { AppError, invalidArgument } from '../errors.ts';
 import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
@@ -33,7 +34,7 @@ const policy = z.enum(['replace', 'skip']);
 const mailboxParams = z.object({ mailbox_id: z.string().min(1).max(100) });
 const fileParams = mailboxParams.extend({ file_id: z.string().min(1).max(100) });
 const readQuery = z.object({ account_id: accountIdField, reason: reasonField });
-const expectedVersion = z.string().max(100).nullable().optional().describe('A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved');
+export const expectedVersion = z.string().max(100).nullable().optional().describe('A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved');
 
 /** Presents a write result: file, version and what happened. */
 export async function presentWrite(ctx: RequestCtx, r: WriteResult) {
@@ -111,10 +112,10 @@ export function registerFileRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/files',
-    { schema: { tags, summary: 'List files (includes _email/; never marks read)', params: mailboxParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, account_id: accountIdField, reason: reasonField }) } },
+    { schema: { tags, summary: 'List files (includes _email/; never marks read); cursor or offset paging', params: mailboxParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }) } },
     async (req) => {
       reasonOf(req);
-      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor });
+      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor, offset: req.query.offset });
       return { success: true, data: { files: await presentFiles(req.ctx.db, page.items), pagination: page.pagination } };
     },
   );

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, DirectUploadsTable } from '../db/schema.ts';
 import { iso } from '../time.ts';
+import { touchSessions } from '../uploads/upload-sessions.repo.ts';
 
 // Marking direct uploads as received, with group commit: every upload whose bytes became durable
 // while the previous commit ran is recorded by the next one, in one transaction. A caller's
@@ -23,8 +24,10 @@ const MAX_GROUP = 200;
 /** One queue per database handle (several apps may share a test process). */
 const queues = new WeakMap<Kysely<DB>, Queue>();
 
+type Deps = { db: Kysely<DB>; now: () => Date; config: { uploadSessionIdleSeconds: number } };
+
 /** Records that a direct upload's bytes are stored (and their blob row); resolves once committed. */
-export function recordUploaded(ctx: { db: Kysely<DB>; now: () => Date }, row: DirectUploadsTable, md5: string): Promise<void> {
+export function recordUploaded(ctx: Deps, row: DirectUploadsTable, md5: string): Promise<void> {
   let queue = queues.get(ctx.db);
   if (!queue) queues.set(ctx.db, (queue = { waiting: [], running: false }));
   const q = queue;
@@ -42,7 +45,7 @@ export function recordUploaded(ctx: { db: Kysely<DB>; now: () => Date }, row: Di
   });
 }
 
-async function drain(ctx: { db: Kysely<DB>; now: () => Date }, q: Queue): Promise<void> {
+async function drain(ctx: Deps, q: Queue): Promise<void> {
   q.running = true;
   try {
     while (q.waiting.length) {
@@ -51,7 +54,7 @@ async function drain(ctx: { db: Kysely<DB>; now: () => Date }, q: Queue): Promis
       await new Promise<void>((resolve) => setImmediate(resolve));
       const group = q.waiting.splice(0, MAX_GROUP);
       try {
-        await commitGroup(ctx.db, group, iso(ctx.now()));
+        await commitGroup(ctx, group, ctx.now());
         for (const w of group) w.settle();
       } catch (err) {
         for (const w of group) w.settle(err);
@@ -62,7 +65,9 @@ async function drain(ctx: { db: Kysely<DB>; now: () => Date }, q: Queue): Promis
   }
 }
 
-async function commitGroup(db: Kysely<DB>, group: Waiting[], now: string): Promise<void> {
+async function commitGroup(ctx: Deps, group: Waiting[], at: Date): Promise<void> {
+  const db = ctx.db;
+  const now = iso(at);
   const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now }]));
   await db.transaction().execute(async (trx) => {
     await trx
@@ -76,5 +81,8 @@ async function commitGroup(db: Kysely<DB>, group: Waiting[], now: string): Promi
       .where('id', 'in', group.map((w) => w.row.id))
       .where('status', '=', 'pending')
       .execute();
+    // Bytes arriving are activity of their upload session: its idle clock restarts.
+    const sessions = [...new Set(group.map((w) => w.row.upload_session_id).filter((id): id is string => id !== null))];
+    await touchSessions(trx, sessions, at, ctx.config.uploadSessionIdleSeconds);
   });
 }

@@ -57,17 +57,25 @@ export function errorBody(surface: Surface, err: AppError, requestId: string, do
   return { success: false, error: { code: err.code, message: err.message, details, request_id: requestId, ...err.extra } };
 }
 
-export function sendError(req: FastifyRequest, reply: FastifyReply, thrown: unknown, docsBase: string): FastifyReply {
+export function sendError(req: FastifyRequest, reply: FastifyReply, thrown: unknown, docsBase: string, brands: readonly string[] = []): FastifyReply {
   let err = toAppError(thrown);
   // One stored object, two names: surface A calls a missing mailbox a missing bucket.
   if (err.code === 'MAILBOX_NOT_FOUND' && surfaceOf(req.url) === 'A') err = new AppError('BUCKET_NOT_FOUND', undefined, err.details);
-  if (err.code === 'INTERNAL') req.log.error({ err: thrown }, 'unhandled error');
+  if (err.code === 'INTERNAL') req.log.error({ err: thrown, request_id: req.id }, 'unhandled error');
+  req.errorCode = err.code;
   // Also set here (not only in onRequest) so that errors raised before the hooks ran,
   // such as Fastify's frameworkErrors, still carry them.
   const surface = surfaceOf(req.url);
   reply.header('x-request-id', req.id);
-  if (surface === 'A') reply.header('x-service-client-version', CLIENT_VERSION);
+  if (surface === 'A') clientVersionHeaders(reply, brands);
   const retryAfter = err.details.retry_after;
   if ((err.status === 429 || err.status === 503) && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
   return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(surface, err, req.id, docsBase));
+}
+
+/** Surface A's client-version header, under X-Service-, X-Cubby- and X-<Brand>- for each CUBBY_COMPAT_BRANDS word. */
+export function clientVersionHeaders(reply: FastifyReply, brands: readonly string[]): void {
+  reply.header('x-service-client-version', CLIENT_VERSION);
+  reply.header('x-cubby-client-version', CLIENT_VERSION);
+  for (const brand of brands) reply.header(`x-${brand}-client-version`, CLIENT_VERSION);
 }

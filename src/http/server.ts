@@ -5,10 +5,9 @@ import type { AppDeps, RequestCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
-import { sendError, surfaceOf } from './render-error.ts';
+import { clientVersionHeaders, sendError, surfaceOf } from './render-error.ts';
 import { KeyRateLimiter } from './rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
-import { CLIENT_VERSION } from '../version.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
@@ -25,12 +24,19 @@ import { registerDomainRoutesA, registerDomainRoutesR } from '../domains/domains
 import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
 import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
 import { registerAgentAccess, registerAgentAuthRoutesA, registerAgentAuthRoutesR } from '../agent-auth/agent-access.ts';
+import { registerOpsRoutes } from '../ops/ops.routes.ts';
+import { registerErrorDocs } from '../ops/error-docs.routes.ts';
+import { logRequest } from './request-log.ts';
 
 export type ZApp = FastifyInstance & { withTypeProvider: () => any } & ReturnType<FastifyInstance['withTypeProvider']>;
 
 declare module 'fastify' {
   interface FastifyRequest {
     ctx: RequestCtx;
+  }
+  interface FastifyRequest {
+    /** The catalogue code of the error this request was answered with (for its log line). */
+    errorCode: string | null;
   }
   interface FastifyContextConfig {
     /** false: the route needs no API key. */
@@ -50,14 +56,17 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     logController: new LogController({ disableRequestLogging: true }),
     // Client addresses (sign-in throttling) come from X-Forwarded-For only behind a configured proxy.
     trustProxy: (_address: string, hop: number) => hop < deps.config.trustProxyHops,
-    // Idle keep-alive connections (browsers) must not hold up a stop.
-    forceCloseConnections: true,
+    // Idle keep-alive connections (browsers) must not hold up a stop; requests in progress may
+    // finish within the shutdown grace (src/app.ts cuts what is left after it).
+    forceCloseConnections: 'idle',
     // Errors Fastify raises before routing (broken percent-encoding) get our envelope too.
-    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl()),
+    frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl(), deps.config.compatBrands),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('ctx', null as unknown as RequestCtx);
+  app.decorateRequest('errorCode', null);
+  app.addHook('onResponse', async (req, reply) => logRequest(deps, req, reply));
 
   // Our own JSON parser: an empty body is "no body" (GET/DELETE with `{}` or nothing);
   // anything unparseable is MALFORMED_JSON in the surface's envelope.
@@ -86,19 +95,16 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
-    if (surfaceOf(req.url) === 'A') {
-      reply.header('x-service-client-version', CLIENT_VERSION);
-      reply.header('x-cubby-client-version', CLIENT_VERSION);
-    }
+    if (surfaceOf(req.url) === 'A') clientVersionHeaders(reply, deps.config.compatBrands);
   });
 
   const docsBase = () => deps.publicUrl();
-  app.setErrorHandler((err, req, reply) => sendError(req, reply, err, docsBase()));
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err, docsBase(), deps.config.compatBrands));
   app.setNotFoundHandler((req, reply) => {
     if (surfaceOf(req.url) === 'web') {
       return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><h1>Not found</h1>');
     }
-    return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase());
+    return sendError(req, reply, new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`), docsBase(), deps.config.compatBrands);
   });
 
   const limiter = new KeyRateLimiter(deps.now);
@@ -106,7 +112,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     if (req.routeOptions.config?.auth === false) return;
     const header = req.headers.authorization;
     const token = header?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-    const agent = readAgentHeaders(req.headers);
+    const agent = readAgentHeaders(req.headers, deps.config.compatBrands);
     const credential = await authenticateApiKey(deps.db, token, agent, deps.now());
     limiter.hit(credential.keyId, PLANS[credential.plan].api_rate_limit_requests_per_minute);
     req.ctx = { ...deps, credential, actor: { userId: credential.user.id, apiKeyId: credential.keyId, agent, requestId: req.id } };
@@ -154,6 +160,8 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/v1'));
   app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
 
+  registerOpsRoutes(app as any, deps);
+  registerErrorDocs(app as any);
   await registerBlobRoutes(app as any, deps);
   await registerCable(app as any, deps);
   await registerAgentAccess(app as any, deps);

@@ -22,6 +22,12 @@ export interface IncomingMessage {
   helo: string | null;
 }
 
+/** What the SMTP transaction log line reports; filled in as the pipeline learns it. */
+export interface ReceiveReport {
+  size?: number;
+  auth?: AuthSummary | null;
+}
+
 export interface ReceiveOptions {
   resolver: DnsResolver;
   /** Our hostname, for Authentication-Results. */
@@ -46,17 +52,17 @@ export class InboundPipeline {
     this.budget = dataBudgetOf(deps);
   }
 
-  async receive(msg: IncomingMessage): Promise<string[]> {
+  async receive(msg: IncomingMessage, report: ReceiveReport = {}): Promise<string[]> {
     // The message's bytes count against the process's in-flight DATA bound until it is stored.
     const reservation = this.budget.open();
     try {
-      return await this.receiveWithin(msg, reservation);
+      return await this.receiveWithin(msg, reservation, report);
     } finally {
       reservation.release();
     }
   }
 
-  private async receiveWithin(msg: IncomingMessage, reservation: DataReservation): Promise<string[]> {
+  private async receiveWithin(msg: IncomingMessage, reservation: DataReservation, report: ReceiveReport): Promise<string[]> {
     const { deps } = this;
     const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
     let raw;
@@ -81,6 +87,7 @@ export class InboundPipeline {
       if (err instanceof DataBudgetExceeded) throw err;
       throw storageFault(err);
     }
+    report.size = raw.byteSize;
     const receivedAt = deps.now();
     // Recipients over the monthly byte allowance now that the size is known; if all are, refuse.
     const accepted: Recipient[] = [];
@@ -100,6 +107,7 @@ export class InboundPipeline {
       chunks.length = 0; // one copy of the message, not two
       const parsed = await parseMessage(bytes, { deliveredTo: accepted[0]!.address, receivedAt });
       const auth: AuthSummary | null = await authenticateMessage({ raw: bytes, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta, resolver: this.opts.resolver });
+      report.auth = auth;
       const flags = spamSignals(bytes, parsed);
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));

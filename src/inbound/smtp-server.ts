@@ -1,11 +1,12 @@
-import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { SMTPServer, SMTPServerSession } from 'smtp-server';
+import { GreetingSmtpServer } from './greeting.ts';
 import { once } from 'node:events';
 import { isIPv6 } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { AppDeps } from '../context.ts';
 import { AppError, ERROR_CATALOGUE } from '../errors.ts';
 import type { DnsResolver } from './authenticate.ts';
-import { InboundPipeline } from './receive.ts';
+import { InboundPipeline, type ReceiveReport } from './receive.ts';
 import { resolveRecipient, SERVER_MAX_MESSAGE_BYTES, type Recipient } from './recipients.ts';
 
 export interface SmtpOptions {
@@ -13,13 +14,20 @@ export interface SmtpOptions {
   hostname: string;
   resolver: DnsResolver;
   tls?: { key: Buffer; cert: Buffer };
-  log: { error: (obj: unknown, msg: string) => void; warn: (obj: unknown, msg: string) => void };
+  log: { info: (obj: unknown, msg: string) => void; error: (obj: unknown, msg: string) => void; warn: (obj: unknown, msg: string) => void };
 }
-
 
 interface Transaction {
   recipients: Recipient[];
+  /** For the transaction's log line: every RCPT and its reply, the time MAIL FROM came. */
+  mailFrom: string | null;
+  refused: { address: string; code: number }[];
+  startedAt: number;
+  logged: boolean;
 }
+
+/** Per server: sessions whose DATA is being received or stored (a shutdown lets them finish). */
+const busyByServer = new WeakMap<SMTPServer, Set<string>>();
 
 const MAX_RECIPIENTS = 100;
 /** Refused recipients per connection before we stop answering (address harvesting). */
@@ -40,8 +48,47 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
   const messages = new Map<string, number>();
   const perIp = new Map<string, number>();
   const counted = new Set<string>();
+  const busy = new Set<string>();
 
-  const server = new SMTPServer({
+  // One log line (and one metrics sample) per transaction: when DATA is answered, or when a
+  // transaction ends without DATA (all recipients refused, RSET, a new MAIL FROM, disconnect).
+  const report = (session: SMTPServerSession, tx: Transaction, outcome: { code: number; size?: number; ids?: string[]; auth?: ReceiveReport['auth'] }) => {
+    if (tx.logged) return;
+    tx.logged = true;
+    const accepted = outcome.code >= 200 && outcome.code < 300;
+    const result = accepted ? 'accepted' : outcome.code >= 400 ? 'refused' : 'abandoned';
+    deps.metrics.smtpMessages.inc({ outcome: result, code: String(outcome.code || 'none') });
+    const auth = outcome.auth;
+    opts.log.info(
+      {
+        smtp: {
+          session: session.id,
+          client_ip: session.remoteAddress ?? null,
+          helo: session.hostNameAppearsAs ?? null,
+          mail_from: tx.mailFrom,
+          recipients: tx.recipients.map((r) => r.address),
+          refused: tx.refused,
+          size: outcome.size ?? null,
+          email_ids: outcome.ids ?? [],
+          spf: auth?.spf.result ?? null,
+          dkim: auth ? (auth.dkim.find((d) => d.result === 'pass')?.result ?? auth.dkim[0]?.result ?? 'none') : null,
+          dmarc: auth?.dmarc.result ?? null,
+          reply: outcome.code || null,
+          outcome: result,
+          ms: Date.now() - tx.startedAt,
+        },
+      },
+      'smtp transaction',
+    );
+  };
+  const endWithoutData = (session: SMTPServerSession) => {
+    const tx = transactions.get(session);
+    if (!tx) return;
+    transactions.delete(session);
+    report(session, tx, { code: tx.refused.at(-1)?.code ?? 0 });
+  };
+
+  const server = new GreetingSmtpServer({
     name: opts.hostname,
     banner: 'Cubby ESMTP',
     size: SERVER_MAX_MESSAGE_BYTES,
@@ -60,12 +107,14 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
       const ip = clientKey(session.remoteAddress);
       if ((perIp.get(ip) ?? 0) >= deps.config.smtpMaxConnectionsPerIp) return cb(smtpError(421, '4.7.0', 'too many connections from your address; try again later'));
       perIp.set(ip, (perIp.get(ip) ?? 0) + 1);
+      deps.metrics.smtpSessions.inc();
       counted.add(session.id);
       refusals.set(session.id, 0);
       messages.set(session.id, 0);
       cb();
     },
     onClose(session) {
+      endWithoutData(session);
       refusals.delete(session.id);
       messages.delete(session.id);
       if (!counted.delete(session.id)) return;
@@ -74,16 +123,17 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
       if (left > 0) perIp.set(ip, left);
       else perIp.delete(ip);
     },
-    onMailFrom(_address, session, cb) {
+    onMailFrom(address, session, cb) {
       const n = (messages.get(session.id) ?? 0) + 1;
       messages.set(session.id, n);
       if (n > MAX_MESSAGES_PER_CONNECTION) return cb(smtpError(421, '4.7.0', `at most ${MAX_MESSAGES_PER_CONNECTION} messages per connection; reconnect`));
-      transactions.set(session, { recipients: [] });
+      endWithoutData(session);
+      transactions.set(session, { recipients: [], mailFrom: address.address || null, refused: [], startedAt: Date.now(), logged: false });
       cb();
     },
     onRcptTo(address, session, cb) {
       if ((refusals.get(session.id) ?? 0) >= MAX_REFUSALS) return cb(smtpError(421, '4.7.0', 'too many refused recipients; closing'));
-      const tx = transactions.get(session) ?? { recipients: [] };
+      const tx = transactions.get(session) ?? { recipients: [], mailFrom: null, refused: [], startedAt: Date.now(), logged: false };
       transactions.set(session, tx);
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address || null : null;
       const args = session.envelope.mailFrom ? (session.envelope.mailFrom.args as Record<string, string> | false) : false;
@@ -95,27 +145,61 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         },
         (err) => {
           refusals.set(session.id, (refusals.get(session.id) ?? 0) + 1);
-          cb(toSmtpError(err, opts));
+          const reply = toSmtpError(err, opts);
+          tx.refused.push({ address: address.address, code: reply.responseCode });
+          cb(reply);
         },
       );
     },
     onData(stream, session, cb) {
-      const tx = transactions.get(session);
+      const tx = transactions.get(session) ?? { recipients: [], mailFrom: null, refused: [], startedAt: Date.now(), logged: false };
       transactions.delete(session);
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address || null : null;
+      const dataAt = Date.now();
+      const facts: ReceiveReport = {};
+      busy.add(session.id);
       const finish = async (err: unknown, ids?: string[]) => {
         if (err) await drain(stream);
-        if (err) cb(toSmtpError(err, opts));
+        const reply = err ? toSmtpError(err, opts) : null;
+        busy.delete(session.id);
+        deps.metrics.smtpIngest.observe({ outcome: reply ? 'refused' : 'accepted' }, (Date.now() - dataAt) / 1000);
+        report(session, tx, { code: reply?.responseCode ?? 250, size: facts.size, ids, auth: facts.auth });
+        if (reply) cb(reply);
         else cb(null, `2.0.0 Ok: stored ${ids!.join(' ')}`);
       };
-      if (!tx?.recipients.length) return void finish(new AppError('RECIPIENT_UNKNOWN', 'no valid recipients'));
+      if (!tx.recipients.length) return void finish(new AppError('RECIPIENT_UNKNOWN', 'no valid recipients'));
       pipeline
-        .receive({ body: stream, recipients: tx.recipients, mailFrom, clientIp: session.remoteAddress ?? null, helo: session.hostNameAppearsAs ?? null })
+        .receive({ body: stream, recipients: tx.recipients, mailFrom, clientIp: session.remoteAddress ?? null, helo: session.hostNameAppearsAs ?? null }, facts)
         .then((ids) => finish(null, ids), (err) => finish(err));
     },
-  });
+  }, deps.config.smtpGreetingDelayMs);
+  busyByServer.set(server, busy);
   server.on('error', (err) => opts.log.warn({ err: { message: err.message, code: (err as NodeJS.ErrnoException).code } }, 'smtp connection error'));
   return server;
+}
+
+/**
+ * Graceful stop: no new connections; sessions not inside DATA are told 421 and closed now (the
+ * sender retries later, nothing was accepted); DATA in progress is received, stored and answered,
+ * after which its client is told 421 at its next command. Whatever is still open after `graceMs`
+ * is answered 421 and closed by smtp-server. Resolves when every connection is gone.
+ */
+export function closeSmtpServer(server: SMTPServer, graceMs: number): Promise<void> {
+  const busy = busyByServer.get(server) ?? new Set<string>();
+  (server.options as { closeTimeout?: number }).closeTimeout = Math.max(1, graceMs);
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const connections = (server as unknown as { connections: Set<{ session: SMTPServerSession; send(code: number, text: string): void; close(): void }> }).connections;
+  const closeIdle = () => {
+    for (const c of [...connections]) {
+      if (busy.has(c.session.id)) continue;
+      c.send(421, 'Server shutting down; try again later');
+      c.close();
+    }
+  };
+  closeIdle();
+  // A session whose DATA finishes is closed right after its reply is written.
+  const timer = setInterval(closeIdle, 50);
+  return closed.finally(() => clearInterval(timer));
 }
 
 /** Reads and discards the rest of DATA so that the reply lines up with the client's stream. */

@@ -13,8 +13,8 @@ const MINUTE = 60_000;
 /** Housekeeping as recurring jobs: each runs once per period across all nodes. */
 export function registerMaintenance(worker: Worker, deps: AppDeps): void {
   const tasks: [string, number, () => Promise<unknown>][] = [
-    // Upload sessions past uploads_expire_at: expired, unsaved uploads discarded, lock released.
-    ['maintenance.expire_upload_sessions', MINUTE, () => expireUploadSessions(deps.db, deps.now())],
+    // Upload sessions past uploads_expire_at or idle (CUBBY_UPLOAD_SESSION_IDLE_S): expired, unsaved uploads discarded, lock released.
+    ['maintenance.expire_upload_sessions', MINUTE, () => expireUploadSessions(deps.db, deps.now(), deps.config.uploadSessionIdleSeconds)],
     ['maintenance.purge_deleted_mailboxes', 5 * MINUTE, () => purgeDeletedMailboxes(deps.db)],
     ['maintenance.activity', 60 * MINUTE, () => sweepActivity(deps.db, deps.now())],
     ['maintenance.sessions', 60 * MINUTE, () => sweepSessions(deps.db, deps.now())],

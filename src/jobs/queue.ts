@@ -120,6 +120,22 @@ export async function failJob(db: Kysely<DB>, job: JobsTable, workerId: string, 
     .execute();
 }
 
+/**
+ * Gives running jobs of `workerId` back to the queue, due now, the attempt not counted (a
+ * shutdown interrupted them; they did not fail). Returns how many were released.
+ */
+export async function releaseJobs(db: Kysely<DB>, ids: string[], workerId: string, now: Date): Promise<number> {
+  if (!ids.length) return 0;
+  const res = await db
+    .updateTable('jobs')
+    .set((eb) => ({ status: 'queued', run_at: iso(now), attempts: eb('attempts', '-', 1), locked_until: null, locked_by: null, updated_at: iso(now) }))
+    .where('id', 'in', ids)
+    .where('status', '=', 'running')
+    .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
 /** Removes finished jobs older than `keepMs`. */
 export async function sweepFinishedJobs(db: Kysely<DB>, now: Date, keepMs = 7 * 86_400_000): Promise<number> {
   const res = await db

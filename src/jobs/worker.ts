@@ -1,9 +1,11 @@
 import pg from 'pg';
+import { performance } from 'node:perf_hooks';
 import type { Kysely } from 'kysely';
 import type { DB, JobsTable } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { randomToken } from '../ids.ts';
-import { claimJobs, completeJob, enqueue, failJob, JOBS_CHANNEL } from './queue.ts';
+import { claimJobs, completeJob, enqueue, failJob, JOBS_CHANNEL, releaseJobs } from './queue.ts';
+import type { Metrics } from '../ops/metrics.ts';
 
 /** Thrown by a handler when retrying cannot help: the job fails at once. */
 export class PermanentJobError extends Error {
@@ -45,7 +47,9 @@ export interface WorkerOptions {
   db: Kysely<DB>;
   dialect: Dialect;
   now: () => Date;
-  log: { error: (obj: unknown, msg: string) => void };
+  log: { error: (obj: unknown, msg: string) => void; info?: (obj: unknown, msg: string) => void; warn?: (obj: unknown, msg: string) => void };
+  /** Job outcomes and run times (src/ops/metrics.ts). */
+  metrics?: Metrics;
   /** Postgres connection for LISTEN (cross-node wake-ups); absent on SQLite. */
   listen?: { url: string; schema?: string };
   concurrency?: number;
@@ -64,6 +68,7 @@ export class Worker {
   private recurring: RecurringTask[] = [];
   private lastPeriod = new Map<string, number>();
   private running = 0;
+  private readonly runningJobs = new Map<string, JobsTable>();
   private runningByTask = new Map<string, number>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
@@ -100,13 +105,36 @@ export class Worker {
     this.schedule(0);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming work and waits for the jobs that are running. With `graceMs`, jobs still
+   * running after it give their lease back (queued again, due now, the attempt not counted), so
+   * another worker takes them at once instead of after the lease; a result they record later is
+   * ignored (completion is guarded on the lease holder).
+   */
+  async stop(opts: { graceMs?: number } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.recurringTimer);
     await this.listener?.end().catch(() => undefined);
     await this.pumpDone;
-    while (this.running > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+    const idle = (async () => {
+      while (this.running > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+    })();
+    if (opts.graceMs === undefined) return idle;
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([idle.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), opts.graceMs)))]);
+    clearTimeout(timer);
+    if (!late || this.runningJobs.size === 0) return;
+    const jobs = [...this.runningJobs.values()];
+    const released = await releaseJobs(this.opts.db, jobs.map((j) => j.id), this.id, this.opts.now()).catch((err) => {
+      this.opts.log.error({ err }, 'releasing job leases failed');
+      return 0;
+    });
+    for (const job of jobs) {
+      this.opts.metrics?.jobRuns.inc({ task: job.task, outcome: 'released' });
+      this.opts.log.info?.({ job: { id: job.id, task: job.task, attempt: job.attempts, outcome: 'released' } }, 'job run');
+    }
+    this.opts.log.warn?.({ jobs: jobs.length, released }, 'shutdown grace ran out: running jobs gave their lease back');
   }
 
   /** Look for work now (after a commit that enqueued some, or a NOTIFY). */
@@ -189,8 +217,11 @@ export class Worker {
 
   private async run(job: JobsTable): Promise<void> {
     this.running++;
+    this.runningJobs.set(job.id, job);
     this.runningByTask.set(job.task, (this.runningByTask.get(job.task) ?? 0) + 1);
     const def = this.tasks.get(job.task)!;
+    const t0 = performance.now();
+    let outcome: 'done' | 'retry' | 'failed' = 'done';
     try {
       await def.handler(JSON.parse(job.payload), job);
       await completeJob(this.opts.db, job, this.id, this.opts.now());
@@ -204,8 +235,16 @@ export class Worker {
       await failJob(this.opts.db, job, this.id, now, `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, retryAt).catch((failErr) =>
         this.opts.log.error({ err: failErr }, 'recording a job failure failed'),
       );
+      outcome = retryAt === null ? 'failed' : 'retry';
       if (retryAt === null) this.opts.log.error({ err, task: job.task, job: job.id }, 'job failed permanently');
     } finally {
+      const ms = Math.round(performance.now() - t0);
+      // A job released at shutdown was already reported as such.
+      if (this.runningJobs.delete(job.id)) {
+        this.opts.metrics?.jobRuns.inc({ task: job.task, outcome });
+        this.opts.metrics?.jobDuration.observe({ task: job.task }, ms / 1000);
+        this.opts.log.info?.({ job: { id: job.id, task: job.task, attempt: job.attempts, outcome, ms } }, 'job run');
+      }
       this.running--;
       this.runningByTask.set(job.task, (this.runningByTask.get(job.task) ?? 1) - 1);
       if (this.running === 0) for (const w of this.idleWaiters.splice(0)) w();

@@ -48,7 +48,7 @@ export function registerBucketRoutesA(app: App) {
     {
       schema: {
         tags,
-        summary: 'Create a private bucket with its receiving address (201; 200 on Idempotency-Key replay)',
+        summary: 'Create a private bucket with its receiving address (201; 200 on Idempotency-Key replay). A title another active bucket holds gets a numeric suffix',
         body: createBody,
         headers: z.object({ 'idempotency-key': z.string().max(200).optional() }).passthrough(),
       },
@@ -63,7 +63,7 @@ export function registerBucketRoutesA(app: App) {
         req.headers['idempotency-key'] as string | undefined,
         req.body,
         (onCreated) =>
-          createMailbox(ctx, { accountId: selector(req), title: b.title, description: b.description, metadata: b.metadata, tagPaths: b.tag_paths, reason, field: 'bucket', onCreated }),
+          createMailbox(ctx, { accountId: selector(req), title: b.title, description: b.description, metadata: b.metadata, tagPaths: b.tag_paths, reason, field: 'bucket', titleClash: 'suffix', onCreated }),
         (id) => loadMailbox(ctx, selector(req), id, 'read'),
       );
       const bucket = presentBucket(ctx, result.mailbox, result.perms, result.access, { includeInboundEmail: result.perms.write });

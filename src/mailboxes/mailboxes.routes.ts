@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
 import { checkReason } from '../activity/activity.service.ts';
 import { invalidArgument } from '../errors.ts';
 import { mailboxPermissions } from '../auth/access.ts';
@@ -62,7 +62,8 @@ export function registerMailboxRoutesR(app: App) {
         tags,
         summary: 'List mailboxes (newest first) with counts',
         querystring: z.object({
-          status: z.enum(['active', 'archived', 'all']).default('active'),
+          status: z.enum(['active', 'archived', 'all']).optional().describe('active (default), archived or all'),
+          archived: booleanQuery.optional().describe('Bucket-era filter: true = status archived, false = status active; must agree with status when both are sent'),
           q: z.string().max(200).optional(),
           ...pageQuery,
           account_id: accountIdField,
@@ -72,7 +73,10 @@ export function registerMailboxRoutesR(app: App) {
     },
     async (req) => {
       reasonOf(req);
-      const { access, page, counts } = await listMailboxes(req.ctx, { accountId: req.query.account_id, status: req.query.status, q: req.query.q, limit: req.query.limit, cursor: req.query.cursor });
+      const fromArchived = req.query.archived === undefined ? undefined : req.query.archived ? 'archived' : 'active';
+      if (fromArchived && req.query.status && req.query.status !== fromArchived) throw invalidArgument('archived', `disagrees with status=${req.query.status}; send one of them`);
+      const status = req.query.status ?? fromArchived ?? 'active';
+      const { access, page, counts } = await listMailboxes(req.ctx, { accountId: req.query.account_id, status, q: req.query.q, limit: req.query.limit, cursor: req.query.cursor });
       return {
         success: true,
         data: {

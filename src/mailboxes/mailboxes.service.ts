@@ -14,7 +14,7 @@ import { generatedUsername, normalizeUsername, randomSuffix, usernameFromText } 
 import { resolveTargetDomain, type TargetDomain } from '../addresses/targets.ts';
 import { addressUnavailable } from '../addresses/addresses.repo.ts';
 import { lockClaim } from '../domains/domains.repo.ts';
-import { cleanDescription, cleanMetadata, cleanTagPaths, cleanTitle, titleKey } from './mailbox-fields.ts';
+import { cleanDescription, cleanMetadata, cleanTagPaths, cleanTitle, MAX_TITLE, titleKey } from './mailbox-fields.ts';
 
 export interface LoadedMailbox {
   access: AccountAccess;
@@ -60,6 +60,11 @@ export interface CreateMailboxInput {
   reason?: string | null;
   /** Field prefix for error messages: `mailbox` on surface R, `bucket` on surface A. */
   field: string;
+  /**
+   * A title another active mailbox holds: `error` (surface R, 409 MAILBOX_TITLE_TAKEN) or
+   * `suffix` (surface A: the first free " 2", " 3", … as unarchive does; docs/compat.md).
+   */
+  titleClash?: 'error' | 'suffix';
   /** Runs inside the creating transaction (idempotency records). */
   onCreated?: (trx: Transaction<DB>, mailboxId: string) => Promise<void>;
 }
@@ -90,6 +95,7 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
   const limits = limitsFor(access.account);
   for (let attempt = 0; ; attempt++) {
     const id = newId('bkt');
+    let storedTitle = effectiveTitle;
     try {
       await ctx.db.transaction().execute(async (trx) => {
         await lockBillingGroup(trx, ctx, groupId);
@@ -106,7 +112,10 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
             retry_after: Math.ceil((Date.parse(resetsAt) - now.getTime()) / 1000),
           });
         }
-        if (await titleTaken(trx, access.account.id, titleKey(effectiveTitle)!)) throw titleTakenError(effectiveTitle);
+        if (await titleTaken(trx, access.account.id, titleKey(effectiveTitle)!)) {
+          if (input.titleClash !== 'suffix') throw titleTakenError(effectiveTitle);
+          storedTitle = await freeSuffixedTitle(trx, access.account.id, effectiveTitle);
+        }
         let localPart = '';
         if (target.custom) {
           // A custom domain takes the exact name, and must still be ready when the address is written.
@@ -124,8 +133,8 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
           .values({
             id,
             account_id: access.account.id,
-            title: effectiveTitle,
-            title_key: titleKey(effectiveTitle),
+            title: storedTitle,
+            title_key: titleKey(storedTitle),
             description,
             metadata: JSON.stringify(metadata),
             metadata_version: newMetadataVersion(),
@@ -168,7 +177,11 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
         await input.onCreated?.(trx, id);
       });
     } catch (err) {
-      if (isUniqueViolation(err) && /title_key/.test(String((err as any).constraint ?? (err as Error).message))) throw titleTakenError(effectiveTitle);
+      if (isUniqueViolation(err) && /title_key/.test(String((err as any).constraint ?? (err as Error).message))) {
+        // A concurrent creation took the same (suffixed) title: look for the next free one.
+        if (input.titleClash === 'suffix' && attempt < 5) continue;
+        throw titleTakenError(effectiveTitle);
+      }
       // A random-suffix collision with a concurrent creation: try again with a new suffix.
       if (isUniqueViolation(err) && /address/.test(String((err as any).constraint ?? (err as Error).message)) && target.custom) throw new AppError('EMAIL_ADDRESS_TAKEN', undefined, { field: `${f}.email.username`, domain });
       if (isUniqueViolation(err) && /address/.test(String((err as any).constraint ?? (err as Error).message)) && attempt < 3) continue;
@@ -179,6 +192,16 @@ export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput):
     if (!mailbox?.address) throw new AppError('EMAIL_NOT_READY', undefined, { mailbox_id: id });
     return { access, mailbox, perms: access.permissions };
   }
+}
+
+/** The first free "<title> N" (N = 2, 3, …), the title shortened so the result fits MAX_TITLE. */
+async function freeSuffixedTitle(trx: Kysely<DB>, accountId: string, title: string): Promise<string> {
+  for (let n = 2; n < 100_000; n++) {
+    const suffix = ` ${n}`;
+    const candidate = `${title.slice(0, MAX_TITLE - suffix.length).trimEnd()}${suffix}`;
+    if (!(await titleTaken(trx, accountId, titleKey(candidate)!))) return candidate;
+  }
+  throw titleTakenError(title);
 }
 
 function titleTakenError(title: string | null) {

@@ -64,7 +64,7 @@ export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<
     config: { auth: false },
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
       const token = req.headers.authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
-      const agent = readAgentHeaders(req.headers);
+      const agent = readAgentHeaders(req.headers, deps.config.compatBrands);
       let credential;
       try {
         credential = await authenticateApiKey(deps.db, token, agent, deps.now());

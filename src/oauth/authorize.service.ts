@@ -65,7 +65,7 @@ export async function startAuthorization(deps: AppDeps, q: AuthorizeQuery): Prom
   let scope: string;
   let resource: string;
   try {
-    scope = normaliseScope(q.scope);
+    scope = normaliseScope(q.scope, deps.config.compatBrands);
     resource = checkResource(deps, q.resource);
   } catch (err) {
     if (err instanceof OAuthError) return fail(err.error, err.description);

@@ -18,7 +18,7 @@ export function authorizationServerMetadata(deps: AppDeps) {
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
     revocation_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
-    scopes_supported: [MCP_SCOPE, OFFLINE_SCOPE],
+    scopes_supported: [MCP_SCOPE, OFFLINE_SCOPE, ...deps.config.compatBrands.map((b) => `${b}:mcp`)],
     authorization_response_iss_parameter_supported: true,
     service_documentation: `${base}/docs/agent-access`,
   };
@@ -29,7 +29,7 @@ export function protectedResourceMetadata(deps: AppDeps) {
   return {
     resource: mcpResource(deps),
     authorization_servers: [issuer(deps)],
-    scopes_supported: [MCP_SCOPE, OFFLINE_SCOPE],
+    scopes_supported: [MCP_SCOPE, OFFLINE_SCOPE, ...deps.config.compatBrands.map((b) => `${b}:mcp`)],
     bearer_methods_supported: ['header'],
     resource_name: 'Cubby',
     resource_documentation: `${deps.publicUrl()}/docs/agent-access`,

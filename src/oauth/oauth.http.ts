@@ -104,10 +104,12 @@ export const PERMISSION_SCOPES = ['mailbox_read', 'mailbox_write', 'mailbox_admi
 /**
  * Validates a requested scope string and returns it normalised: `cubby:mcp` is always
  * included (it is what every token is for); `offline_access` asks for a refresh token.
+ * `<brand>:mcp` for each CUBBY_COMPAT_BRANDS word is a synonym of `cubby:mcp`, kept beside it
+ * in the granted scope so that a client checking for its own scope finds it (docs/compat.md).
  */
-export function normaliseScope(raw: string | undefined): string {
+export function normaliseScope(raw: string | undefined, brands: readonly string[] = []): string {
   const asked = (raw ?? MCP_SCOPE).split(/\s+/).filter(Boolean);
-  const known = new Set<string>([MCP_SCOPE, OFFLINE_SCOPE, ...PERMISSION_SCOPES]);
+  const known = new Set<string>([MCP_SCOPE, OFFLINE_SCOPE, ...PERMISSION_SCOPES, ...brands.map((b) => `${b}:mcp`)]);
   const unknown = asked.find((s) => !known.has(s));
   if (unknown) throw new OAuthError('invalid_scope', `Unknown scope ${unknown}; use ${MCP_SCOPE} and optionally ${OFFLINE_SCOPE}.`);
   const out = new Set([MCP_SCOPE, ...asked]);

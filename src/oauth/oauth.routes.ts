@@ -62,7 +62,7 @@ export async function registerOAuthRoutes(app: FastifyInstance, deps: AppDeps): 
       const body = req.body;
       const client = await authenticateClient(deps.db, req, body);
       assertGrantAllowed(client, DEVICE_GRANT);
-      const scope = normaliseScope(param(body, 'scope'));
+      const scope = normaliseScope(param(body, 'scope'), deps.config.compatBrands);
       const resource = checkResource(deps, param(body, 'resource'));
       await throttled(deps, LIMITS.deviceAuthorizationPerIp, req);
       // Device logins are how local tooling connects, and it works through the REST API: the

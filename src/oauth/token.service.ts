@@ -74,6 +74,8 @@ export async function issueTokens(
     scope: grant.scope,
     ...(refreshToken ? { refresh_token: refreshToken.token } : {}),
     ...(apiKey ? { [API_KEY_FIELD]: apiKey } : {}),
+    // The same key under `<brand>_api_key` for each CUBBY_COMPAT_BRANDS word (docs/compat.md).
+    ...(apiKey ? Object.fromEntries(deps.config.compatBrands.map((b) => [`${b}_api_key`, apiKey])) : {}),
     connection_id: conn.id,
     account_id: conn.account_id,
   };

@@ -4,7 +4,9 @@ import { revealPassword } from './publish.service.ts';
 import type { PublicationsTable } from './sites.schema.ts';
 
 // The Publication record. The password and share text are for the owner side only (credentials
-// with write access to the bucket), and only once the build is ready.
+// with write access to the bucket), and only once the build is ready. `kind` is what bucket-era
+// clients filter on: `bucket_bundle` for a bucket's main site, `preview` for its preview; the
+// password is also under `access_password`, the name those clients read (docs/compat.md).
 
 export function publicUrlOf(deps: AppDeps, p: Pick<PublicationsTable, 'kind' | 'public_slug'>): string {
   return deps.siteUrl(hostLabel(p.kind, p.public_slug));
@@ -26,7 +28,7 @@ export function presentPublication(deps: AppDeps, p: PublicationsTable, opts: { 
   return {
     id: p.id,
     bucket_id: p.mailbox_id,
-    kind: p.kind,
+    kind: p.kind === 'main' ? 'bucket_bundle' : p.kind,
     preview: p.kind === 'preview',
     public_slug: p.public_slug,
     public_url: url,
@@ -47,7 +49,7 @@ export function presentPublication(deps: AppDeps, p: PublicationsTable, opts: { 
     unpublished_at: p.unpublished_at,
     created_at: p.created_at,
     updated_at: p.updated_at,
-    ...(reveal && p.access_mode === 'password' ? { password } : {}),
+    ...(reveal && p.access_mode === 'password' ? { password, access_password: password } : {}),
     ...(reveal ? { share_text: shareText(url, p, password) } : {}),
   };
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
+import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
 import { invalidArgument } from '../errors.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { mailboxPermissions } from '../auth/access.ts';
@@ -26,6 +26,10 @@ const fields = {
   regenerate_password: z.boolean().nullish().describe('Generate a new password; only on the owner\'s explicit request'),
   publication_root_directory: z.string().max(1024).nullish().describe('Bucket-relative folder served as the site root; "" publishes the whole bucket'),
   slug_suggestions: z.union([z.array(z.string().max(100)).max(20), z.string().max(500)]).nullish().describe('Preferred slugs, best first (used when the bucket has none yet)'),
+  metadata: z
+    .record(z.string().max(200), z.unknown())
+    .nullish()
+    .describe('Client metadata: publication_root_directory is read from it (as the field of that name); other keys are ignored'),
 };
 const publishBody = writeBody({ ...fields, publication: z.object(fields).strict().optional().describe('The same fields, nested (accepted too)') }).nullish();
 const actionBody = writeBody({}).nullish();
@@ -101,11 +105,18 @@ export function registerPublicationRoutesA(app: App) {
       schema: {
         tags,
         summary: 'List publications (newest first)',
-        querystring: z.object({ bucket_id: z.string().max(100).optional(), kind: z.enum(['main', 'preview']).optional(), ...pageQuery, account_id: accountIdField }),
+        querystring: z.object({
+          bucket_id: z.string().max(100).optional(),
+          kind: z.enum(['main', 'bucket_bundle', 'preview']).optional().describe('bucket_bundle (or main): the main sites; preview: the previews'),
+          include_manifest: booleanQuery.optional().describe('Accepted for compatibility; publications carry no file manifest'),
+          ...pageQuery,
+          account_id: accountIdField,
+        }),
       },
     },
     async (req) => {
-      const { access, page } = await listPublications(req.ctx, { accountId: req.query.account_id, bucketId: req.query.bucket_id, kind: req.query.kind, limit: req.query.limit, cursor: req.query.cursor });
+      const kind = req.query.kind === 'bucket_bundle' ? 'main' : req.query.kind;
+      const { access, page } = await listPublications(req.ctx, { accountId: req.query.account_id, bucketId: req.query.bucket_id, kind, limit: req.query.limit, cursor: req.query.cursor });
       const owner = (mailboxId: string) => mailboxPermissions(req.ctx.credential, access, mailboxId)?.write === true;
       return { data: { publications: page.items.map((p) => presentPublication(req.ctx, p, { owner: owner(p.mailbox_id) })), pagination: page.pagination } };
     },

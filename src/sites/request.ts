@@ -11,6 +11,8 @@ export interface PublishBody {
   password?: string | null;
   regenerate_password?: boolean | null;
   publication_root_directory?: string | null;
+  /** Client metadata: `publication_root_directory` is read from it; other keys are ignored. */
+  metadata?: Record<string, unknown> | null;
   slug_suggestions?: string[] | string | null;
 }
 
@@ -74,13 +76,18 @@ export function resolveSettings(body: PublishBody, existing: PublicationsTable |
   const regeneratePassword = body.regenerate_password === true;
   if (regeneratePassword && accessMode !== 'password') throw invalidArgument('regenerate_password', 'needs access_mode password');
 
-  const fromMetadata = metadata.publication_root_directory;
+  // The root folder: the field itself, else the request's metadata key of the same name (what
+  // bucket-era clients send), else the bucket's metadata key, else what the publication had.
+  const fromRequest = body.metadata?.publication_root_directory;
+  const fromBucket = metadata.publication_root_directory;
   const rootDirectory =
     body.publication_root_directory != null
       ? cleanRootDirectory(body.publication_root_directory, 'publication_root_directory')
-      : fromMetadata !== undefined && fromMetadata !== null
-        ? cleanRootDirectory(fromMetadata, 'metadata.publication_root_directory')
-        : (existing?.root_directory ?? '');
+      : fromRequest !== undefined && fromRequest !== null
+        ? cleanRootDirectory(fromRequest, 'metadata.publication_root_directory')
+        : fromBucket !== undefined && fromBucket !== null
+          ? cleanRootDirectory(fromBucket, 'metadata.publication_root_directory')
+          : (existing?.root_directory ?? '');
 
   const raw = body.slug_suggestions ?? [];
   const list = typeof raw === 'string' ? raw.split(',') : raw;

@@ -66,7 +66,7 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
   const now = ctx.now();
   return ctx.db.transaction().execute(async (trx) => {
     const change = await MailboxChange.begin(trx, ctx.dialect, session.mailbox_id, { actor: ctx.actor, now, action: 'upload_session.finalize', sessionId: session.id, versionId: session.reserved_version_id });
-    let s = await recheckPending(trx, session.id, now);
+    let s = await recheckPending(trx, session.id, now, ctx.config.uploadSessionIdleSeconds);
     const group = await groupUsage(trx, billingGroupId(loaded.access.account));
     const rows = ids.length
       ? await trx
@@ -170,7 +170,7 @@ export async function finalizeSession(ctx: RequestCtx, input: FinalizeInput & { 
   if (!complete) {
     const closed = await ctx.db.transaction().execute(async (trx) => {
       await lockMailboxRow(trx, session.mailbox_id);
-      const s = await recheckPending(trx, session.id, ctx.now());
+      const s = await recheckPending(trx, session.id, ctx.now(), ctx.config.uploadSessionIdleSeconds);
       return closeSession(trx, s, 'failed', ctx.now(), ctx.actor);
     });
     return { session: closed, message: 'Upload session canceled; unsaved files were discarded and the mailbox lock released.' };

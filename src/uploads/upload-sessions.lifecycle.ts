@@ -4,7 +4,7 @@ import type { Actor, RequestCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { iso } from '../time.ts';
 import { recordActivity } from '../activity/activity.service.ts';
-import { findSession, LOCK_KIND, lockHolder, lockMailboxRow } from './upload-sessions.repo.ts';
+import { findSession, LOCK_KIND, lockHolder, lockMailboxRow, sessionDeadline, touchSessions } from './upload-sessions.repo.ts';
 
 // Closing a session: finalized, failed (canceled) or expired. Files a session saved before it
 // closed stay saved, so closing records the session's one mailbox version whenever the
@@ -13,8 +13,9 @@ import { findSession, LOCK_KIND, lockHolder, lockMailboxRow } from './upload-ses
 const SYSTEM: Actor = { userId: null, apiKeyId: null, agent: null, requestId: null };
 const SESSION_ID = /^bus_[A-Za-z0-9]{1,64}$/;
 
-export function isExpired(session: UploadSessionsTable, now: Date): boolean {
-  return Date.parse(session.uploads_expire_at) <= now.getTime();
+/** Past its hard deadline, or idle for `idleSeconds` (CUBBY_UPLOAD_SESSION_IDLE_S). */
+export function isExpired(session: UploadSessionsTable, now: Date, idleSeconds: number): boolean {
+  return sessionDeadline(session, idleSeconds) <= now.getTime();
 }
 
 /** Call inside a transaction that holds the mailbox row lock. */
@@ -56,44 +57,55 @@ export async function closeSession(trx: Kysely<DB>, session: UploadSessionsTable
   return { ...session, ...closed };
 }
 
-/** Expires one session if it is still pending and past its time. */
-export async function expireSession(db: Kysely<DB>, sessionId: string, now: Date): Promise<void> {
+/** Expires one session if it is still pending and past its time (or idle). */
+export async function expireSession(db: Kysely<DB>, sessionId: string, now: Date, idleSeconds: number): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const s = await trx.selectFrom('upload_sessions').selectAll().where('id', '=', sessionId).executeTakeFirst();
-    if (!s || s.status !== 'pending' || !isExpired(s, now)) return;
+    if (!s || s.status !== 'pending' || !isExpired(s, now, idleSeconds)) return;
     await lockMailboxRow(trx, s.mailbox_id);
     const fresh = await trx.selectFrom('upload_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
-    if (fresh.status !== 'pending') return;
+    if (fresh.status !== 'pending' || !isExpired(fresh, now, idleSeconds)) return;
     await closeSession(trx, fresh, 'expired', now, SYSTEM);
   });
 }
 
+/** Pending sessions past their hard deadline or idle since `now - idleSeconds`. */
+function dueSessions(db: Kysely<DB>, now: Date, idleSeconds: number) {
+  const idleSince = iso(now.getTime() - idleSeconds * 1000);
+  return db
+    .selectFrom('upload_sessions')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('uploads_expire_at', '<=', iso(now)), eb('updated_at', '<=', idleSince)]));
+}
+
 /**
- * The sweeper: marks every pending session past `uploads_expire_at` expired, discards its
- * unsaved uploads and releases its lock. Returns how many it expired.
+ * The sweeper: marks every pending session past `uploads_expire_at`, or idle for `idleSeconds`,
+ * expired, discards its unsaved uploads and releases its lock. Returns how many it expired.
  */
-export async function expireUploadSessions(db: Kysely<DB>, now: Date): Promise<number> {
+export async function expireUploadSessions(db: Kysely<DB>, now: Date, idleSeconds: number): Promise<number> {
   let total = 0;
   for (;;) {
-    const due = await db.selectFrom('upload_sessions').select('id').where('status', '=', 'pending').where('uploads_expire_at', '<=', iso(now)).orderBy('uploads_expire_at').limit(100).execute();
-    for (const { id } of due) await expireSession(db, id, now);
+    const due = await dueSessions(db, now, idleSeconds).orderBy('id').limit(100).execute();
+    for (const { id } of due) await expireSession(db, id, now, idleSeconds);
     total += due.length;
     if (due.length < 100) return total;
   }
 }
 
 /** Expires the mailbox's pending sessions that are past their time (lazily, before a new one starts). */
-export async function expireDueSessionsOf(db: Kysely<DB>, mailboxId: string, now: Date): Promise<void> {
-  const due = await db.selectFrom('upload_sessions').select('id').where('mailbox_id', '=', mailboxId).where('status', '=', 'pending').where('uploads_expire_at', '<=', iso(now)).execute();
-  for (const { id } of due) await expireSession(db, id, now);
+export async function expireDueSessionsOf(db: Kysely<DB>, mailboxId: string, now: Date, idleSeconds: number): Promise<void> {
+  const due = await dueSessions(db, now, idleSeconds).where('mailbox_id', '=', mailboxId).execute();
+  for (const { id } of due) await expireSession(db, id, now, idleSeconds);
 }
 
 /** A session of this (already authorised) mailbox; a pending one past its time is expired first. */
 export async function loadSession(ctx: RequestCtx, mailboxId: string, sessionId: string): Promise<UploadSessionsTable> {
   let s = SESSION_ID.test(sessionId) ? await findSession(ctx.db, mailboxId, sessionId) : undefined;
   if (!s) throw new AppError('UPLOAD_SESSION_NOT_FOUND', undefined, { session_id: sessionId });
-  if (s.status === 'pending' && isExpired(s, ctx.now())) {
-    await expireSession(ctx.db, s.id, ctx.now());
+  const idle = ctx.config.uploadSessionIdleSeconds;
+  if (s.status === 'pending' && isExpired(s, ctx.now(), idle)) {
+    await expireSession(ctx.db, s.id, ctx.now(), idle);
     s = (await findSession(ctx.db, mailboxId, sessionId))!;
   }
   return s;
@@ -107,12 +119,16 @@ export function requirePending(s: UploadSessionsTable): void {
   if (s.status !== 'pending') throw closedError(s);
 }
 
-/** Inside a write transaction (after the mailbox row lock): the session must still be pending and unexpired. */
-export async function recheckPending(trx: Kysely<DB>, sessionId: string, now: Date): Promise<UploadSessionsTable> {
+/**
+ * Inside a write transaction (after the mailbox row lock): the session must still be pending and
+ * unexpired. The call is activity: the idle clock restarts and the lock is extended.
+ */
+export async function recheckPending(trx: Kysely<DB>, sessionId: string, now: Date, idleSeconds: number): Promise<UploadSessionsTable> {
   const s = await trx.selectFrom('upload_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
   if (s.status !== 'pending') throw closedError(s);
-  if (isExpired(s, now)) throw closedError({ ...s, status: 'expired' });
-  return s;
+  if (isExpired(s, now, idleSeconds)) throw closedError({ ...s, status: 'expired' });
+  await touchSessions(trx, [s.id], now, idleSeconds);
+  return { ...s, updated_at: iso(now) };
 }
 
 export { LOCK_KIND };

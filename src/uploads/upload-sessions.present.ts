@@ -1,7 +1,7 @@
 import type { FilesTable, FileVersionsTable, UploadSessionsTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
 import { presentFiles, presentVersions } from '../files/files.present.ts';
-import { sessionCounts, type SessionCounts } from './upload-sessions.repo.ts';
+import { sessionCounts, sessionDeadline, type SessionCounts } from './upload-sessions.repo.ts';
 
 /** Responses list at most this many saved files and skips (the rest are counted). */
 export const MAX_LISTED = 250;
@@ -45,14 +45,17 @@ export interface SessionResult {
   message: string;
 }
 
-export function presentSession(s: UploadSessionsTable, c: SessionCounts) {
+export function presentSession(s: UploadSessionsTable, c: SessionCounts, idleSeconds: number) {
+  // A pending session lasts until its hard deadline or until it falls idle, whichever is first.
+  const pending = s.status === 'pending';
   return {
     id: s.id,
     mailbox_id: s.mailbox_id,
     status: s.status,
     base_mailbox_version_id: s.base_mailbox_version_id,
     target_mailbox_version_id: s.target_mailbox_version_id,
-    uploads_expire_at: s.uploads_expire_at,
+    uploads_expire_at: pending ? new Date(sessionDeadline(s, idleSeconds)).toISOString() : s.uploads_expire_at,
+    idle_timeout_seconds: idleSeconds,
     session_closed_at: s.session_closed_at,
     files_count: c.files_count,
     pending_files_count: c.pending_files_count,
@@ -77,7 +80,7 @@ export async function sessionResponse(ctx: RequestCtx, r: SessionResult) {
   const skipped = r.skipped ?? [];
   const created = saved.filter((x) => x.created).length;
   return {
-    mailbox_upload_session: presentSession(r.session, counts),
+    mailbox_upload_session: presentSession(r.session, counts, ctx.config.uploadSessionIdleSeconds),
     uploads: r.uploads ?? [],
     uploaded: listed.map((x, i) => ({ input_index: x.input_index, path: x.path, file: files[i], version: versions[i], created: x.created })),
     uploaded_count: saved.length,

@@ -118,6 +118,30 @@ export async function lockMailboxRow(db: Kysely<DB>, mailboxId: string): Promise
   await db.updateTable('mailboxes').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', mailboxId).execute();
 }
 
+/**
+ * The time a pending session's lock and unsaved uploads last until: its hard deadline
+ * (uploads_expire_at), or `idleSeconds` after its last activity, whichever is first. A client
+ * that dies mid-session sends nothing more, so its lock lapses after the idle time.
+ */
+export function sessionDeadline(s: Pick<UploadSessionsTable, 'uploads_expire_at' | 'updated_at'>, idleSeconds: number): number {
+  return Math.min(Date.parse(s.uploads_expire_at), Date.parse(s.updated_at) + idleSeconds * 1000);
+}
+
+/**
+ * Records activity on pending sessions (a declaration, a save, bytes arriving): the idle clock
+ * restarts and the mailbox lock the session holds is extended to the new deadline.
+ */
+export async function touchSessions(db: Kysely<DB>, sessionIds: string[], now: Date, idleSeconds: number): Promise<void> {
+  if (!sessionIds.length) return;
+  const at = now.toISOString();
+  const rows = await db.selectFrom('upload_sessions').select(['id', 'mailbox_id', 'uploads_expire_at']).where('id', 'in', sessionIds).where('status', '=', 'pending').execute();
+  for (const r of rows) {
+    await db.updateTable('upload_sessions').set({ updated_at: at }).where('id', '=', r.id).execute();
+    const until = new Date(sessionDeadline({ uploads_expire_at: r.uploads_expire_at, updated_at: at }, idleSeconds)).toISOString();
+    await db.updateTable('mailboxes').set({ locked_until: until }).where('id', '=', r.mailbox_id).where('lock_kind', '=', LOCK_KIND).where('lock_progress', 'like', `{"session_id":"${r.id}"%`).execute();
+  }
+}
+
 /** Who holds the mailbox's upload-session lock, if anyone (ignoring expiry). */
 export function lockHolder(m: { lock_kind: string | null; lock_progress: string | null }): string | null {
   if (m.lock_kind !== LOCK_KIND || !m.lock_progress) return null;

@@ -8,7 +8,8 @@ import { finalizeBatch, finalizeSession, MAX_BATCH } from './upload-sessions.fin
 import { sessionResponse, type SessionResult } from './upload-sessions.present.ts';
 
 // Batch uploads on both surfaces: the same service functions; surface R answers
-// {success, data}, surface A {data} with the session also under `upload_session`.
+// {success, data}, surface A {data} with the session also under `upload_session` and
+// `bucket_upload_session` (the name bucket-era clients read; docs/compat.md).
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 type Surface = 'R' | 'A';
@@ -48,7 +49,8 @@ async function send(req: FastifyRequest, reply: FastifyReply, surface: Surface, 
   }
   if (surface === 'R') return reply.code(status).send({ success: true, data: body });
   const { mailbox_upload_session, ...rest } = body;
-  return reply.code(status).send({ data: { id: mailbox_upload_session.id, upload_session: mailbox_upload_session, mailbox_upload_session, ...rest } });
+  const bucket_upload_session = { ...mailbox_upload_session, bucket_id: mailbox_upload_session.mailbox_id };
+  return reply.code(status).send({ data: { id: mailbox_upload_session.id, bucket_upload_session, upload_session: mailbox_upload_session, mailbox_upload_session, ...rest } });
 }
 
 function register(app: App, surface: Surface) {

@@ -13,7 +13,7 @@ import { checkDeclaration, SIGNED_BLOB, uploadTarget } from '../files/direct-upl
 import { checkContentLimits } from '../files/files.write.ts';
 import { versionsById } from '../files/files.repo.ts';
 import { cleanPath, type CleanPath } from '../files/paths.ts';
-import { LOCK_KIND, lockHolder, lockMailboxRow, lockProgress, pendingSessionByKey, updateLockProgress, type SessionCounts } from './upload-sessions.repo.ts';
+import { LOCK_KIND, lockHolder, lockMailboxRow, lockProgress, sessionDeadline, pendingSessionByKey, updateLockProgress, type SessionCounts } from './upload-sessions.repo.ts';
 import { expireDueSessionsOf, loadSession, recheckPending, requirePending } from './upload-sessions.lifecycle.ts';
 import type { SessionResult, SkipItem, UploadItem } from './upload-sessions.present.ts';
 
@@ -51,7 +51,7 @@ export async function createUploadSession(ctx: RequestCtx, input: CreateSessionI
   const key = input.clientSessionKey ?? null;
   if (key !== null && !/^[\x21-\x7e]{1,200}$/.test(key)) throw invalidArgument('client_session_key', 'must be 1 to 200 printable ASCII characters without spaces');
   const now = ctx.now();
-  await expireDueSessionsOf(ctx.db, mailboxId, now);
+  await expireDueSessionsOf(ctx.db, mailboxId, now, ctx.config.uploadSessionIdleSeconds);
 
   const replay = async (): Promise<(SessionResult & { replayed: boolean }) | null> => {
     if (key === null) return null;
@@ -102,7 +102,8 @@ export async function createUploadSession(ctx: RequestCtx, input: CreateSessionI
         .set({
           lock_kind: LOCK_KIND,
           lock_message: 'A batch upload is in progress.',
-          locked_until: session.uploads_expire_at,
+          // The lock lapses with the session: at its hard deadline, or when it falls idle.
+          locked_until: iso(sessionDeadline(session, ctx.config.uploadSessionIdleSeconds)),
           locked_by_user_id: ctx.actor.userId,
           locked_by_api_key_id: ctx.actor.apiKeyId,
           lock_progress: lockProgress(session),
@@ -182,9 +183,10 @@ export async function requestUploads(ctx: RequestCtx, input: { accountId?: strin
   const uploadRows: { item: Prepared; row: DirectUploadsTable }[] = [];
   const skipped: SkipItem[] = [];
   let counts: SessionCounts | undefined;
+  let touched = session;
   await ctx.db.transaction().execute(async (trx) => {
     await lockMailboxRow(trx, session.mailbox_id);
-    await recheckPending(trx, session.id, now);
+    touched = await recheckPending(trx, session.id, now, ctx.config.uploadSessionIdleSeconds);
     const paths = [...last.keys()];
     const current = await trx.selectFrom('files').select(['live_path', 'current_version_id']).where('mailbox_id', '=', session.mailbox_id).where('live_path', 'in', paths).execute();
     const versions = await versionsById(trx, current.map((f) => f.current_version_id));
@@ -249,7 +251,7 @@ export async function requestUploads(ctx: RequestCtx, input: { accountId?: strin
     uploads.push({ input_index: item.index, path: row.path, name: item.name, signed_blob_id: signId(ctx.secret, SIGNED_BLOB, row.id), upload: await uploadTarget(ctx, row) });
   }
   return {
-    session,
+    session: touched,
     counts,
     uploads,
     skipped: liveSkipped,

@@ -72,6 +72,7 @@ table{width:100%;border-collapse:collapse;font-size:14px}
 th,td{text-align:left;padding:8px 6px;border-bottom:1px solid var(--line);vertical-align:top}
 th{color:var(--muted);font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace}
+h2 code{font-size:inherit}
 .muted{color:var(--muted)}
 .tag{display:inline-block;font-size:12px;padding:1px 8px;border-radius:999px;background:#eef2f7;color:var(--muted)}
 .tag.ok{background:#ecfdf3;color:var(--ok)}

@@ -15,6 +15,7 @@ import { emailPage, mailboxPage } from './mailbox.views.ts';
 
 const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
 const SEQ = /^\d{1,15}$/;
+const BUCKET_ID = /^bkt_[A-Za-z0-9]{1,64}$/;
 
 type MailboxParams = { id: string };
 type EmailParams = { id: string; email_id: string };
@@ -52,6 +53,14 @@ async function linkOrNull<T>(make: () => Promise<T>): Promise<T | null> {
 }
 
 export function registerMailboxPages(web: FastifyInstance, deps: AppDeps): void {
+  // Dashboard links of the bucket era (`/buckets/view?id=<bucket id>`) open the mailbox page, which
+  // asks for sign-in first when needed (docs/compat.md). Anything but one well-formed id is a 404.
+  web.get('/buckets/view', ROUTE, async (req, reply) => {
+    const id = (req.query as Record<string, unknown> | undefined)?.id;
+    if (typeof id !== 'string' || !BUCKET_ID.test(id)) return notFound(reply, 'Mailbox');
+    return reply.redirect(`/mailboxes/${id}`, 302);
+  });
+
   web.get('/mailboxes/:id', ROUTE, async (req: FastifyRequest<{ Params: MailboxParams }>, reply) => {
     const session = req.webSession;
     if (!session) return toSignIn(req, reply);

@@ -144,5 +144,12 @@ export async function attemptDelivery(deps: AppDeps, rt: WebhookRuntime, d: Webh
       await trx.updateTable('webhook_deliveries').set({ job_id: jobId }).where('id', '=', d.id).execute();
     }
   });
+  // The destination's URL is not logged: receivers often put a token in it.
+  const outcome = r.outcome === 'retry' && !next ? 'failed' : r.outcome;
+  deps.metrics.webhookAttempts.inc({ outcome });
+  deps.log.info(
+    { webhook: { id: hook.id, mailbox: d.mailbox_id, delivery: d.id, event: d.event_id, attempt, status: r.statusCode, outcome, error: r.error, ms: durationMs } },
+    'webhook attempt',
+  );
   return r.outcome;
 }

@@ -102,8 +102,12 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     if (path === 'robots.txt' && site.noindex) return sendText(res, site, 200, ROBOTS_NOINDEX, 'text/plain; charset=utf-8');
 
     if (site.accessMode !== 'public' && !hasAccess(deps, site, req)) {
+      // The gate is a normal page (200), as on the original service: clients that check "the
+      // published URL responds" succeed, and the content stays locked. Failed attempts answer 401.
+      // X-Cubby-Access tells a client which gate this is without reading the page.
       const next = safeNext(url);
-      return sendText(res, site, 401, site.accessMode === 'password' ? passwordPage(next, null) : emailPage(next, null), 'text/html; charset=utf-8');
+      const gate = site.accessMode === 'password' ? 'password_required' : 'email_required';
+      return sendText(res, site, 200, site.accessMode === 'password' ? passwordPage(next, null) : emailPage(next, null), 'text/html; charset=utf-8', { 'x-cubby-access': gate });
     }
 
     let found = lookup(site, path);
