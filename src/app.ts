@@ -17,6 +17,7 @@ import { closeSmtpServer, createSmtpServer } from './inbound/smtp-server.ts';
 import { systemResolver, type DnsResolver } from './inbound/authenticate.ts';
 import { cachingResolver } from './inbound/dns-cache.ts';
 import { registerEmailTasks } from './emails/tasks.ts';
+import { registerSearchTasks } from './search/tasks.ts';
 import { registerAgentAccessTasks } from './agent-auth/agent-access.ts';
 import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
 import { registerSiteTasks } from './sites/tasks.ts';
@@ -53,6 +54,8 @@ export interface AppOptions {
   events?: EventsOptions;
   /** Where log lines go (default stdout): tests read them. */
   logDestination?: DestinationStream;
+  /** Tests: check every API reply against the OpenAPI document (src/http/contract-check.ts). */
+  checkResponses?: (violation: string) => void;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -65,6 +68,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   let sites: SitesServer | undefined;
   let events: EventsRuntime | undefined;
   let logger: Logger | undefined;
+  let searchTasks: { close(): Promise<void> } | undefined;
 
   return {
     async start() {
@@ -105,7 +109,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       await events.start();
       let httpPort: number | null = null;
       if (config.roles.includes('api')) {
-        http = await buildHttpServer(deps, logger);
+        http = await buildHttpServer(deps, logger, { checkResponses: options.checkResponses });
         await http.listen({ host: config.httpHost, port: config.httpPort });
         const addr = http.server.address();
         httpPort = typeof addr === 'object' && addr ? addr.port : config.httpPort;
@@ -128,6 +132,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerMaintenance(worker, deps);
         registerSiteTasks(worker, deps, logger);
         registerEmailTasks(worker, deps, logger);
+        searchTasks = registerSearchTasks(worker, deps, logger);
         registerAgentAccessTasks(worker, deps);
         registerEventTasks(worker, deps);
         registerAddressTasks(worker, deps);
@@ -151,6 +156,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       const closing = [smtp ? closeSmtpServer(smtp, graceMs) : undefined, sites?.close()];
       await events?.stop();
       await Promise.all([...closing, http ? closeHttp(http, graceMs) : undefined, worker?.stop({ graceMs })]);
+      await searchTasks?.close();
       await database?.close();
       logger?.info({}, 'stopped');
     },

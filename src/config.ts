@@ -103,6 +103,13 @@ const envSchema = withBlobEnvChecks(z.object({
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[a-z][a-z0-9]{1,30}$/, 'must be comma-separated words of letters and digits')).max(10)),
+  // Who may open an account in the browser: anyone, the invited (and the first person on an empty instance), or nobody.
+  CUBBY_SIGNUP: z.enum(['open', 'invite', 'closed']).default('invite'),
+  // Search (src/search): the Postgres text-search configuration (stemming language), and the limits
+  // of text extraction per file (bytes read, seconds spent).
+  CUBBY_SEARCH_LANGUAGE: z.string().regex(/^[a-z_]{1,63}$/, 'must be a Postgres text search configuration name, e.g. english or simple').default('english'),
+  CUBBY_SEARCH_EXTRACT_MAX_BYTES: z.string().regex(/^[1-9]\d{0,11}$/, 'must be a whole number of bytes').transform(Number).default(50 * 1024 * 1024),
+  CUBBY_SEARCH_EXTRACT_TIMEOUT_MS: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of milliseconds').transform(Number).default(30_000),
   ...blobEnvShape,
 }))
   .refine((e) => (e.CUBBY_SMTP_TLS_KEY === undefined) === (e.CUBBY_SMTP_TLS_CERT === undefined), {
@@ -157,12 +164,15 @@ export interface Config {
   readonly trustProxyHops: number;
   readonly blobs: BlobConfig;
   readonly outbound: { relayUrl: string | null; dkim: { selector: string; privateKeyFile: string } | null; sendRatePerHour: number; allowPrivateMx: boolean };
+  /** CUBBY_SIGNUP: who may open an account in the browser (see docs/accounts.md). */
+  readonly signup: 'open' | 'invite' | 'closed';
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
   /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
   readonly orphanSweepAgeMs: number;
   readonly uploadSessionIdleSeconds: number;
   readonly compatBrands: readonly string[];
+  readonly search: { language: string; extractMaxBytes: number; extractTimeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -212,11 +222,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     shutdownGraceMs: e.CUBBY_SHUTDOWN_GRACE_S * 1000,
     trustProxyHops: e.CUBBY_TRUST_PROXY_HOPS,
     blobs: blobConfigFromEnv(e, dataDir),
+    signup: e.CUBBY_SIGNUP,
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
     orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
     uploadSessionIdleSeconds: e.CUBBY_UPLOAD_SESSION_IDLE_S,
     compatBrands: Object.freeze([...new Set(e.CUBBY_COMPAT_BRANDS)].filter((b) => b !== 'cubby' && b !== 'service')),
+    search: { language: e.CUBBY_SEARCH_LANGUAGE, extractMaxBytes: e.CUBBY_SEARCH_EXTRACT_MAX_BYTES, extractTimeoutMs: e.CUBBY_SEARCH_EXTRACT_TIMEOUT_MS },
     outbound: {
       relayUrl: e.CUBBY_SMTP_RELAY_URL ?? null,
       dkim: e.CUBBY_DKIM_SELECTOR && e.CUBBY_DKIM_PRIVATE_KEY_FILE ? { selector: e.CUBBY_DKIM_SELECTOR, privateKeyFile: path.resolve(e.CUBBY_DKIM_PRIVATE_KEY_FILE) } : null,

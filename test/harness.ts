@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createApp, type AppOptions, type StartedApp } from '../src/app.ts';
 import { registerUser } from '../src/accounts/accounts.service.ts';
@@ -22,6 +22,13 @@ export interface TestApp {
   dataDir: string;
   started: StartedApp;
   env: Record<string, string>;
+  /**
+   * Replies that broke the API contract (src/http/contract-check.ts), in arrival order.
+   * describeEachDatabase fails the test that caused them; stop() fails on any left over.
+   */
+  contractViolations: string[];
+  /** Takes the recorded violations and throws if there were any. */
+  assertContract(): void;
   stop(): Promise<void>;
   request(method: string, url: string, opts?: RequestOptions): Promise<TestResponse>;
   /** A person with their own account and an API key (mailbox_admin, all mailboxes unless told). */
@@ -77,11 +84,19 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     CUBBY_SITES_PORT: '0',
     CUBBY_LOG_LEVEL: 'silent',
     CUBBY_SECRET_KEY: randomBytes(32).toString('hex'),
+    // Suites sign people up in the browser freely; the sign-up policy tests set their own.
+    CUBBY_SIGNUP: 'open',
     ...(kind === 'postgres' ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: schema! } : {}),
     ...extraEnv,
   };
   // No real DNS in tests: sender authentication sees an empty zone unless a test serves records.
-  const app = createApp(loadConfig(env), { resolver: emptyZone, ...appOptions });
+  // Every reply of the API is checked against the OpenAPI document (the contract).
+  const contractViolations: string[] = [];
+  const app = createApp(loadConfig(env), { resolver: emptyZone, checkResponses: (v) => contractViolations.push(v), ...appOptions });
+  const assertContract = () => {
+    const found = contractViolations.splice(0);
+    if (found.length) throw new Error(`${found.length} API contract violation(s):\n${[...new Set(found)].join('\n')}`);
+  };
   const started = await app.start();
   const base = started.urls.http!;
 
@@ -95,6 +110,11 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
     const res = await fetch(u, { method, headers, body });
     const text = await res.text();
+    const violation = res.headers.get('x-cubby-contract-violation');
+    if (violation) {
+      contractViolations.splice(0);
+      throw new Error(decodeURIComponent(violation));
+    }
     let parsed: unknown = undefined;
     try {
       parsed = text ? JSON.parse(text) : undefined;
@@ -111,6 +131,8 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     dataDir,
     started,
     env,
+    contractViolations,
+    assertContract,
     request,
     async user(opts = {}) {
       const email = opts.email ?? `user-${unique()}@example.com`;
@@ -124,6 +146,7 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     },
     async stop() {
       await app.stop();
+      const leftover = contractViolations.splice(0);
       fs.rmSync(dataDir, { recursive: true, force: true });
       if (schema) {
         const client = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
@@ -131,6 +154,7 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
         await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
         await client.end();
       }
+      if (leftover.length) throw new Error(`API contract violation(s):\n${[...new Set(leftover)].join('\n')}`);
     },
   };
   return testApp;
@@ -148,6 +172,10 @@ export function describeEachDatabase(name: string, body: (app: () => TestApp) =>
       let current: TestApp | undefined;
       beforeAll(async () => {
         current = await startTestApp(kind, extraEnv);
+      });
+      // A reply that broke the contract fails the test that received it (also through plain fetch).
+      afterEach(() => {
+        current?.assertContract();
       });
       afterAll(async () => {
         await current?.stop();

@@ -77,11 +77,49 @@ describeEachDatabase('OpenAPI documents', (app) => {
 
       // every operation has a summary, and keyed operations use the bearer scheme
       expect(doc.components?.securitySchemes?.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(doc.components?.securitySchemes?.oauth?.flows?.authorizationCode?.tokenUrl).toMatch(/\/oauth\/token$/);
+      expect(doc.components?.securitySchemes?.oauth?.flows?.['x-deviceAuthorization']?.deviceAuthorizationUrl).toMatch(/\/oauth\/device_authorization$/);
+      const operationIds = new Set<string>();
+      const tagNames = new Set((doc.tags ?? []).map((t: any) => t.name));
       for (const [path, item] of Object.entries<any>(doc.paths)) {
         for (const [method, op] of Object.entries<any>(item)) {
           if (!METHODS.has(method)) continue;
-          expect(op.summary, `${method} ${path}`).toBeTruthy();
+          const where = `${method} ${path}`;
+          expect(op.summary, where).toBeTruthy();
+          // a stable, unique operationId and a described tag
+          expect(op.operationId, where).toMatch(/^[a-z][A-Za-z]+$/);
+          expect(operationIds.has(op.operationId), `${where}: duplicate operationId ${op.operationId}`).toBe(false);
+          operationIds.add(op.operationId);
+          expect(op.tags?.length, where).toBeGreaterThan(0);
+          for (const t of op.tags) expect(tagNames.has(t), `${where}: tag ${t} is not described`).toBe(true);
+          // at least one success, no placeholder responses, and every error is the surface's envelope with its codes listed
+          const statuses = Object.keys(op.responses);
+          expect(statuses.some((st) => /^2\d\d$/.test(st)), where).toBe(true);
+          for (const st of statuses) {
+            const r = op.responses[st];
+            expect(r.description, `${where} ${st}`).not.toBe('Default Response');
+            if (Number(st) >= 400) {
+              expect(r.content['application/json'].schema.$ref, `${where} ${st}`).toBe(prefix === '/v1' ? '#/components/schemas/Error' : '#/components/schemas/ApiError');
+              expect(r.description, `${where} ${st}`).toMatch(/Error codes: `[A-Z_]+`/);
+            }
+          }
+          if (op.security?.length !== 0) expect(op.responses['401'], `${where} documents 401`).toBeTruthy();
         }
+      }
+      // the main objects are named, reusable components with examples
+      const named = prefix === '/v1'
+        ? ['Mailbox', 'MailboxEmail', 'EmailSummary', 'EmailDetail', 'MailboxFile', 'FileVersion', 'UploadSession', 'EmailDomain', 'EmailSettings', 'AccountIdentity', 'Status', 'Pagination', 'Error', 'Webhook', 'EmailReceivedEvent']
+        : ['Bucket', 'Publication', 'MailboxFile', 'FileVersion', 'UploadSession', 'EmailDomain', 'AccountIdentity', 'BucketStatus', 'Pagination', 'ApiError'];
+      for (const id of named) expect(doc.components.schemas[id], id).toBeTruthy();
+      for (const id of ['Pagination', 'FileVersion', 'UploadSession', 'EmailDomain', prefix === '/v1' ? 'Mailbox' : 'Bucket']) expect(doc.components.schemas[id].examples?.length, id).toBe(1);
+      // no component is left unreferenced or belongs to the other surface
+      expect(Object.keys(doc.components.schemas).some((id) => id.endsWith('Input'))).toBe(false);
+      if (prefix === '/v1') {
+        const hook = doc.webhooks?.['email.received']?.post;
+        expect(hook?.requestBody?.content?.['application/json']?.schema?.$ref).toBe('#/components/schemas/EmailReceivedEvent');
+        expect(hook.parameters.map((p: any) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+      } else {
+        expect(doc.webhooks).toBeUndefined();
       }
       expect(doc.servers?.[0]?.url).toMatch(/^https?:\/\//);
     });

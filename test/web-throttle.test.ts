@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
 import { WebClient } from './web-client.ts';
+import { emailDelayMs } from '../src/web/throttle.ts';
 
 // Its own app per database. Every client here connects from the same address, so the
 // per-IP counters are shared by the tests below, which run in order.
@@ -97,5 +98,28 @@ describeEachDatabase('web sign-in throttling', (app) => {
     expect(attempted).toBeGreaterThan(0);
     expect(attempted).toBeLessThanOrEqual(10);
     expect(results.filter((r) => r.status === 429)).toHaveLength(14 - attempted);
+  });
+
+  // Regression: five wrong passwords from one network used to lock the owner out from every
+  // network for 15 minutes. Failures for an email from other clients now only slow it down.
+  it('wrong passwords from other addresses never refuse the right password from a new one', async () => {
+    const addr = email();
+    await new WebClient(app().base, '127.0.0.30').signUp({ email: addr });
+    const attacker = new WebClient(app().base, '127.0.0.31');
+    for (let i = 0; i < 5; i++) expect((await attacker.signIn(addr, `guess number ${i}`)).status).toBe(422);
+    expectRetryAfter(await attacker.signIn(addr, 'a long test password'));
+    const second = new WebClient(app().base, '127.0.0.32');
+    for (let i = 0; i < 2; i++) expect((await second.signIn(addr, `other guess ${i}`)).status).toBe(422);
+    // Seven failures for the email: the next attempt from anywhere is held before its check.
+    const db = app().started.deps.db;
+    expect(await emailDelayMs(db, addr, new Date())).toBeGreaterThan(0);
+
+    const owner = new WebClient(app().base, '127.0.0.33');
+    const res = await owner.signIn(addr, 'a long test password');
+    expect(res.status).toBe(303);
+    expect(owner.cookies.has('cubby_session')).toBe(true);
+    // The owner's success ends the slowdown; the attacker's own address stays refused.
+    expect(await emailDelayMs(db, addr, new Date())).toBe(0);
+    expectRetryAfter(await attacker.signIn(addr, 'a long test password'));
   });
 });

@@ -25,7 +25,7 @@ export function presentAccountIdentity(
     permissions: {
       scope: cred.scope,
       mailbox_access: cred.mailboxAccess,
-      can_create_mailboxes: mutable && access.permissions.write && cred.mailboxAccess === 'all',
+      can_create_mailboxes: mutable && access.permissions.write && cred.mailboxAccess === 'all' && !access.mailboxLimit,
     },
   };
 }

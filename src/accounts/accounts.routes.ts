@@ -11,8 +11,12 @@ import { presentAccountIdentity } from './accounts.present.ts';
 import { loadStatus } from './status.service.ts';
 import { limitsFor, mailboxCreationUsage } from './limits.service.ts';
 import { decodeCursor, toPage } from '../http/cursor.ts';
+import { okA, okR, responsesA, responsesR } from '../http/contract.ts';
+import { AccountLimits, AccountList, AccountOne, StatusA, StatusR } from './accounts.responses.ts';
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
+
+const CREATE_CODES = ['AGENCY_OWNER_REQUIRED', 'ACCOUNT_CAPACITY_REACHED'] as const satisfies readonly import('../errors.ts').ErrorCode[];
 
 const statusQuery = z.object({ account_id: accountIdField, reason: reasonField });
 const createAccountBody = writeBody({
@@ -39,7 +43,7 @@ function createClient(req: any, body: z.infer<typeof createAccountBody>) {
 }
 
 export function registerAccountRoutesR(app: App, _deps: AppDeps) {
-  app.get('/status', { schema: { tags: ['accounts'], summary: 'Connection, account and server status', querystring: statusQuery } }, async (req) => {
+  app.get('/status', { schema: { operationId: 'getStatus', tags: ['accounts'], summary: 'Connection, account and server status', querystring: statusQuery, response: responsesR({ 200: okR(StatusR) }) } }, async (req) => {
     checkReason(req.query.reason);
     const s = await loadStatus(req.ctx, req.query.account_id);
     return {
@@ -63,9 +67,11 @@ export function registerAccountRoutesR(app: App, _deps: AppDeps) {
     '/accounts',
     {
       schema: {
+        operationId: 'listAccounts',
         tags: ['accounts'],
         summary: "List the credential's account and granted client accounts",
         querystring: z.object({ ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }),
+        response: responsesR({ 200: okR(AccountList) }),
       },
     },
     async (req) => {
@@ -95,14 +101,23 @@ export function registerAccountRoutesR(app: App, _deps: AppDeps) {
     },
   );
 
-  app.post('/accounts', { schema: { tags: ['accounts'], summary: 'Create a client account (agency owner)', body: createAccountBody } }, async (req, reply) => {
+  app.post('/accounts', { schema: { operationId: 'createAccount', tags: ['accounts'], summary: 'Create a client account (agency owner)', body: createAccountBody, response: responsesR({ 201: okR(AccountOne) }, CREATE_CODES, { write: true }) } }, async (req, reply) => {
     const account = await createClient(req, req.body);
     return reply.code(201).send({ success: true, data: { account } });
   });
 
   app.get(
     '/accounts/:account_id',
-    { schema: { tags: ['accounts'], summary: 'Read one account', params: z.object({ account_id: z.string().max(100) }), querystring: z.object({ reason: reasonField }) } },
+    {
+      schema: {
+        operationId: 'getAccount',
+        tags: ['accounts'],
+        summary: 'Read one account',
+        params: z.object({ account_id: z.string().max(100) }),
+        querystring: z.object({ reason: reasonField }),
+        response: responsesR({ 200: okR(AccountOne) }),
+      },
+    },
     async (req) => {
       const ctx = req.ctx;
       checkReason(req.query.reason);
@@ -112,7 +127,7 @@ export function registerAccountRoutesR(app: App, _deps: AppDeps) {
     },
   );
 
-  app.get('/account/limits', { schema: { tags: ['accounts'], summary: 'Plan limits and mailbox-creation usage', querystring: statusQuery } }, async (req) => {
+  app.get('/account/limits', { schema: { operationId: 'getAccountLimits', tags: ['accounts'], summary: 'Plan limits and mailbox-creation usage', querystring: statusQuery, response: responsesR({ 200: okR(AccountLimits) }) } }, async (req) => {
     const ctx = req.ctx;
     checkReason(req.query.reason);
     const access = await selectAccount(ctx.db, ctx.credential, req.query.account_id);
@@ -134,7 +149,7 @@ const SUGGESTED_PROJECTS = [
 ];
 
 export function registerAccountRoutesA(app: App, _deps: AppDeps) {
-  app.get('/status', { schema: { tags: ['accounts'], summary: 'Account, features and onboarding status', querystring: statusQuery } }, async (req) => {
+  app.get('/status', { schema: { operationId: 'getStatus', tags: ['accounts'], summary: 'Account, features and onboarding status', querystring: statusQuery, response: responsesA({ 200: okA(StatusA) }) } }, async (req) => {
     checkReason(req.query.reason);
     const s = await loadStatus(req.ctx, req.query.account_id);
     const publishing = s.access.account.website_publishing_enabled === 1;
@@ -155,7 +170,7 @@ export function registerAccountRoutesA(app: App, _deps: AppDeps) {
     };
   });
 
-  app.post('/accounts', { schema: { tags: ['accounts'], summary: 'Create a client account (agency owner)', body: createAccountBody } }, async (req, reply) => {
+  app.post('/accounts', { schema: { operationId: 'createAccount', tags: ['accounts'], summary: 'Create a client account (agency owner)', body: createAccountBody, response: responsesA({ 201: okA(AccountOne) }, CREATE_CODES, { write: true }) } }, async (req, reply) => {
     const account = await createClient(req, req.body);
     return reply.code(201).send({ data: { account } });
   });

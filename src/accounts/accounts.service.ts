@@ -55,28 +55,35 @@ export class RegistrationError extends Error {
   }
 }
 
-/**
- * Creates a person with their own account, as owner. Used by browser sign-up and the
- * operator command; no API operation creates a user.
- */
-export async function registerUser(
-  db: Kysely<DB>,
-  input: { email: string; password: string; name: string; accountName?: string; plan?: PlanName },
-  now: Date,
-) {
+/** Checks a new person's fields; returns them cleaned, with the password hashed. */
+export async function checkNewPerson(db: Kysely<DB>, input: { email: string; password: string; name: string }) {
   const email = input.email.trim();
   if (!isEmail(email)) throw new RegistrationError('email', 'Enter a valid email address.');
   const name = input.name.trim();
   if (!name || name.length > MAX_ACCOUNT_NAME) throw new RegistrationError('name', 'Enter your name (at most 100 characters).');
-  const accountName = (input.accountName ?? `${name}'s account`).trim().slice(0, MAX_ACCOUNT_NAME);
   const weak = passwordProblem(input.password, email);
   if (weak) throw new RegistrationError('password', weak);
   if (await findUserByEmail(db, email)) throw new RegistrationError('email', 'An account with this email already exists. Sign in instead.');
-  const passwordHash = await hashPassword(input.password);
+  return { email, name, passwordHash: await hashPassword(input.password) };
+}
+
+/**
+ * Creates a person with their own account, as owner. Used by browser sign-up and the
+ * operator command; no API operation creates a user. `verified: false` (browser sign-up)
+ * leaves the address to be confirmed before the account sends mail or publishes.
+ */
+export async function registerUser(
+  db: Kysely<DB>,
+  input: { email: string; password: string; name: string; accountName?: string; plan?: PlanName; verified?: boolean },
+  now: Date,
+  inTransaction?: (trx: Kysely<DB>, user: { id: string; email: string; name: string }) => Promise<void>,
+) {
+  const { email, name, passwordHash } = await checkNewPerson(db, input);
+  const accountName = (input.accountName ?? `${name}'s account`).trim().slice(0, MAX_ACCOUNT_NAME);
   const plan = input.plan ?? 'free';
   try {
     return await db.transaction().execute(async (trx) => {
-      const user = await insertUser(trx, { email, name, passwordHash }, now);
+      const user = await insertUser(trx, { email, name, passwordHash, verified: input.verified }, now);
       const account = await insertAccount(trx, { name: accountName, kind: kindForPlan(plan), plan }, now);
       await trx.insertInto('memberships').values({ id: newId('mem'), account_id: account.id, user_id: user.id, role: 'owner', created_at: iso(now) }).execute();
       await recordActivity(trx, { userId: user.id, apiKeyId: null, agent: null, requestId: null }, now, {
@@ -85,6 +92,7 @@ export async function registerUser(
         targetType: 'account',
         targetId: account.id,
       });
+      await inTransaction?.(trx, user);
       return { user, account };
     });
   } catch (err) {

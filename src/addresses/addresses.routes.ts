@@ -1,4 +1,17 @@
 import { z } from 'zod';
+import { Deleted, okA, okR, responsesA, responsesR } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { BucketInboundEmailSettings, EmailSettings, SenderAllowlist } from './addresses.responses.ts';
+
+const ROTATE_CODES: ErrorCode[] = [
+  'MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'EMAIL_CUSTOMIZATION_UNAVAILABLE', 'EMAIL_ADDRESS_CHANGED', 'EMAIL_ADDRESS_CHANGE_PENDING', 'EMAIL_ADDRESS_TAKEN',
+  'EMAIL_ALIAS_LIMIT', 'EMAIL_USERNAME_INVALID', 'EMAIL_USERNAME_RESERVED', 'EMAIL_DOMAIN_NOT_AVAILABLE', 'INBOUND_EMAIL_ROTATION_LIMIT',
+];
+// Surface A renames the rotation conflicts (src/addresses/rotate.service.ts).
+const ROTATE_CODES_A: ErrorCode[] = [
+  'MAILBOX_NOT_FOUND', 'EMAIL_CUSTOMIZATION_UNAVAILABLE', 'INBOUND_EMAIL_ADDRESS_CHANGED', 'INBOUND_EMAIL_ROTATION_UNAVAILABLE', 'INBOUND_EMAIL_ROTATION_LIMIT',
+  'EMAIL_ALIAS_LIMIT', 'EMAIL_USERNAME_INVALID', 'EMAIL_USERNAME_RESERVED', 'IDEMPOTENCY_KEY_CONFLICT',
+];
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, reasonField, writeBody } from '../http/schemas.ts';
@@ -50,7 +63,7 @@ const allowlistBody = writeBody({
 });
 
 export function registerAddressRoutesR(app: App) {
-  app.get('/mailboxes/:mailbox_id/email', { schema: { tags, summary: 'Email settings: address, aliases, domains, assignment, customization, allowlist (write)', params: mailboxParams, querystring: readQuery } }, async (req) => {
+  app.get('/mailboxes/:mailbox_id/email', { schema: { operationId: 'getEmailSettings', response: responsesR({ 200: okR(EmailSettings) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'Email settings: address, aliases, domains, assignment, customization, allowlist (write)', params: mailboxParams, querystring: readQuery } }, async (req) => {
     reasonOf(req);
     const loaded = await loadMailbox(req.ctx, req.query.account_id, req.params.mailbox_id, 'write');
     return { success: true, data: await emailSettings(req.ctx, loaded) };
@@ -58,7 +71,7 @@ export function registerAddressRoutesR(app: App) {
 
   app.post(
     '/mailboxes/:mailbox_id/email/rotate',
-    { schema: { tags, summary: 'Change the address (200), or queue a custom-domain change (202; poll assignment.status)', params: mailboxParams, querystring: readQuery, body: rotateBody } },
+    { schema: { operationId: 'rotateEmailAddress', response: responsesR({ 200: okR(EmailSettings), 202: okR(EmailSettings) }, ROTATE_CODES, { write: true, describe: { 200: 'The address changed', 202: 'A custom-domain change is activating; poll assignment.status' } }), tags, summary: 'Change the address (200), or queue a custom-domain change (202; poll assignment.status)', params: mailboxParams, querystring: readQuery, body: rotateBody } },
     async (req, reply) => {
       const b = req.body;
       if (b.expected_address !== undefined && b.current_address !== undefined && b.expected_address !== b.current_address) {
@@ -78,14 +91,14 @@ export function registerAddressRoutesR(app: App) {
     },
   );
 
-  app.post('/mailboxes/:mailbox_id/email/aliases', { schema: { tags, summary: 'Add an alias (202; activates in the background)', params: mailboxParams, querystring: readQuery, body: aliasBody } }, async (req, reply) => {
+  app.post('/mailboxes/:mailbox_id/email/aliases', { schema: { operationId: 'addEmailAlias', response: responsesR({ 202: okR(EmailSettings) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'EMAIL_CUSTOMIZATION_UNAVAILABLE', 'EMAIL_ALIAS_LIMIT', 'EMAIL_ADDRESS_TAKEN', 'EMAIL_USERNAME_INVALID', 'EMAIL_USERNAME_RESERVED', 'EMAIL_DOMAIN_NOT_AVAILABLE', 'EMAIL_ADDRESS_CHANGE_PENDING'], { write: true, describe: { 202: 'The alias is activating in the background' } }), tags, summary: 'Add an alias (202; activates in the background)', params: mailboxParams, querystring: readQuery, body: aliasBody } }, async (req, reply) => {
     const loaded = await addAlias(req.ctx, req.params.mailbox_id, { accountId: selector(req), username: req.body.username, domain: req.body.domain, reason: reasonOf(req) });
     return reply.code(202).send({ success: true, data: await emailSettings(req.ctx, loaded) });
   });
 
   app.delete(
     '/mailboxes/:mailbox_id/email/aliases/:alias_id',
-    { schema: { tags, summary: 'Delete an alias (stops deliveries to it; saved emails stay)', params: aliasParams, querystring: readQuery, body: writeBody({}).nullish() } },
+    { schema: { operationId: 'deleteEmailAlias', response: responsesR({ 200: okR(Deleted) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'EMAIL_ALIAS_NOT_FOUND', 'EMAIL_CUSTOMIZATION_UNAVAILABLE'], { write: true }), tags, summary: 'Delete an alias (stops deliveries to it; saved emails stay)', params: aliasParams, querystring: readQuery, body: writeBody({}).nullish() } },
     async (req) => {
       return { success: true, data: await deleteAlias(req.ctx, req.params.mailbox_id, req.params.alias_id, { accountId: selector(req), reason: reasonOf(req) }) };
     },
@@ -93,7 +106,7 @@ export function registerAddressRoutesR(app: App) {
 
   app.patch(
     '/mailboxes/:mailbox_id/email/allowlist',
-    { schema: { tags, summary: 'Replace the sender allowlist (owner/administrator with admin)', params: mailboxParams, querystring: readQuery, body: allowlistBody } },
+    { schema: { operationId: 'updateSenderAllowlist', response: responsesR({ 200: okR(z.object({ sender_allowlist: SenderAllowlist })) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'SENDER_ALLOWLIST_CONFLICT'], { write: true }), tags, summary: 'Replace the sender allowlist (owner/administrator with admin)', params: mailboxParams, querystring: readQuery, body: allowlistBody } },
     async (req) => {
       const b = req.body;
       const { mailbox, perms, access } = await updateAllowlist(req.ctx, req.params.mailbox_id, {
@@ -120,6 +133,8 @@ export function registerAddressRoutesA(app: App) {
     '/buckets/:id/inbound_email/rotate',
     {
       schema: {
+        operationId: 'rotateBucketInboundEmail',
+        response: responsesA({ 200: okA(BucketInboundEmailSettings), 202: okA(BucketInboundEmailSettings) }, ROTATE_CODES_A, { write: true, describe: { 200: 'The address changed', 202: 'A custom-domain activation is queued; poll inbound_email' } }),
         tags: ['buckets'],
         summary: 'Rotate the inbound address (200), or queue a custom-domain activation (202; poll inbound_email)',
         params: z.object({ id: z.string().min(1).max(100).describe('bkt_… id') }),

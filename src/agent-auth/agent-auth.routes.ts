@@ -12,12 +12,15 @@ import { presentIssued } from './issued.present.ts';
 import { assertUnderLimit, clientKey, LIMITS, recordAttempt } from './throttle.ts';
 import { AppError } from '../errors.ts';
 import { selectAccount } from '../auth/access.ts';
+import { okA, okR, responsesA, responsesR, type ResponseOptions, type Success } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { Capabilities, CodeRequested, IssuedKey, LoginLink } from './agent-auth.responses.ts';
 
 // Authentication operations on both surfaces: the email code, one-time grants, browser login
 // links and the capabilities document. Only browser_login_link needs a key.
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
-const tags = ['auth'];
+const tags = ['agent access'];
 const NO_KEY = { auth: false } as const;
 
 const scope = z.enum(['mailbox_read', 'mailbox_write', 'mailbox_admin']);
@@ -74,16 +77,20 @@ async function grantThrottle(deps: AppDeps, req: FastifyRequest, run: () => Prom
 }
 
 function register(app: App, deps: AppDeps, wrap: (data: unknown) => unknown, surface: 'R' | 'A') {
-  app.get('/agent_auth/capabilities', { config: NO_KEY, schema: { tags, summary: 'Supported authentication flows (no key; never creates an account)', security: [] } }, async () => wrap(capabilities(deps)));
+  const ok = surface === 'R' ? okR : okA;
+  const responses = (success: Record<number, Success>, codes: ErrorCode[], opts: ResponseOptions) => (surface === 'R' ? responsesR : responsesA)(success, codes, opts);
+  const pub = { public: true, body: true };
+  const ISSUE_CODES: ErrorCode[] = ['RATE_LIMITED', 'ACCOUNT_ADMIN_REQUIRED', 'ACCOUNT_ACCESS_DENIED', 'ACCOUNT_SUSPENDED', 'ACCOUNT_CAPACITY_REACHED', 'MAILBOX_NOT_FOUND'];
+  app.get('/agent_auth/capabilities', { config: NO_KEY, schema: { operationId: 'getAgentAuthCapabilities', response: responses({ 200: ok(Capabilities) }, [], { public: true }), tags, summary: 'Supported authentication flows (no key; never creates an account)', security: [] } }, async () => wrap(capabilities(deps)));
 
-  app.post('/agent_auth/request_code', { config: NO_KEY, schema: { tags, summary: 'Email a six-digit sign-in code (the same reply for every address)', security: [], body: requestBody } }, async (req) => {
+  app.post('/agent_auth/request_code', { config: NO_KEY, schema: { operationId: 'requestAgentAuthCode', response: responses({ 200: ok(CodeRequested) }, ['RATE_LIMITED'], pub), tags, summary: 'Email a six-digit sign-in code (the same reply for every address)', security: [], body: requestBody } }, async (req) => {
     checkReason(req.body.reason);
     return wrap(await requestCode(deps, { email: req.body.email, accountId: req.body.account_id, ip: req.ip }));
   });
 
   app.post(
     '/agent_auth/verify_code',
-    { config: NO_KEY, schema: { tags, summary: 'Trade the code for an API key (owners and administrators; not with two-factor sign-in)', security: [], body: surface === 'A' ? verifyBodyA : verifyBodyR } },
+    { config: NO_KEY, schema: { operationId: 'verifyAgentAuthCode', response: responses({ 201: ok(IssuedKey) }, [...ISSUE_CODES, 'SIGN_IN_CODE_INVALID', 'TWO_FACTOR_REQUIRED'], pub), tags, summary: 'Trade the code for an API key (owners and administrators; not with two-factor sign-in)', security: [], body: surface === 'A' ? verifyBodyA : verifyBodyR } },
     async (req, reply) => {
       const b = req.body as z.infer<typeof verifyBodyA>;
       checkReason(b.reason);
@@ -106,13 +113,13 @@ function register(app: App, deps: AppDeps, wrap: (data: unknown) => unknown, sur
     },
   );
 
-  app.post('/agent_auth/exchange_grant', { config: NO_KEY, schema: { tags, summary: 'Trade a one-time connection code from the dashboard for an API key', security: [], body: grantBody } }, async (req, reply) => {
+  app.post('/agent_auth/exchange_grant', { config: NO_KEY, schema: { operationId: 'exchangeAgentAuthGrant', response: responses({ 201: ok(IssuedKey) }, [...ISSUE_CODES, 'GRANT_INVALID'], pub), tags, summary: 'Trade a one-time connection code from the dashboard for an API key', security: [], body: grantBody } }, async (req, reply) => {
     checkReason(req.body.reason);
     const made = (await grantThrottle(deps, req, () => exchangeGrant(deps, { grantToken: req.body.grant_token, label: req.body.label, accountId: req.body.account_id }, agentOf(req, deps)))) as Awaited<ReturnType<typeof exchangeGrant>>;
     return reply.code(201).send(wrap(await presentIssued(deps, made)));
   });
 
-  app.post('/agent_auth/browser_login_link', { schema: { tags, summary: 'A single-use dashboard link; grants no access (the person signs in)', body: linkBody } }, async (req, reply) => {
+  app.post('/agent_auth/browser_login_link', { schema: { operationId: 'createBrowserLoginLink', response: responses({ 201: ok(LoginLink) }, [], { body: true }), tags, summary: 'A single-use dashboard link; grants no access (the person signs in)', body: linkBody } }, async (req, reply) => {
     checkReason(req.body?.reason);
     if (req.body?.account_id !== undefined) await selectAccount(req.ctx.db, req.ctx.credential, req.body.account_id);
     return reply.code(201).send(wrap(await createLoginLink(req.ctx, req.body?.redirect_path)));

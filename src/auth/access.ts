@@ -19,6 +19,14 @@ export interface AccountAccess {
   permissions: Permissions;
   /** True when the person is an owner or administrator of the account (or owns its agency). */
   isAccountAdmin: boolean;
+  /** A collaborator limited to chosen mailboxes (membership_mailboxes): their ids; null for all. */
+  mailboxLimit: string[] | null;
+}
+
+export interface Reachable {
+  account: AccountsTable;
+  role: MembershipRole;
+  mailboxLimit: string[] | null;
 }
 
 const ID_SHAPE = /^acct_[A-Za-z0-9]{1,64}$/;
@@ -37,8 +45,8 @@ function capByRole(p: Permissions, role: MembershipRole): Permissions {
  * Granted accounts need a live membership; client accounts of a granted agency are
  * reached only by whole-account keys of the agency's owners.
  */
-export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promise<Map<string, { account: AccountsTable; role: MembershipRole }>> {
-  const out = new Map<string, { account: AccountsTable; role: MembershipRole }>();
+export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promise<Map<string, Reachable>> {
+  const out = new Map<string, Reachable>();
   if (cred.grantedAccountIds.length === 0) return out;
   const granted = await db
     .selectFrom('accounts')
@@ -47,14 +55,21 @@ export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promi
     .select('memberships.role as role')
     .where('accounts.id', 'in', cred.grantedAccountIds)
     .execute();
-  for (const { role, ...account } of granted) out.set(account.id, { account, role });
+  // Collaborators may be limited to chosen mailboxes of an account (set when invited).
+  const collaborating = granted.filter((a) => a.role === 'collaborator').map((a) => a.id);
+  const limits = new Map<string, string[]>();
+  if (collaborating.length) {
+    const rows = await db.selectFrom('membership_mailboxes').select(['account_id', 'mailbox_id']).where('user_id', '=', cred.user.id).where('account_id', 'in', collaborating).execute();
+    for (const r of rows) limits.set(r.account_id, [...(limits.get(r.account_id) ?? []), r.mailbox_id]);
+  }
+  for (const { role, ...account } of granted) out.set(account.id, { account, role, mailboxLimit: limits.get(account.id) ?? null });
 
   const selectedOnly = cred.mailboxAccess === 'selected';
   if (cred.includeClientAccounts && !selectedOnly) {
     const ownedAgencies = granted.filter((a) => a.kind === 'agency' && a.role === 'owner').map((a) => a.id);
     if (ownedAgencies.length) {
       const clients = await db.selectFrom('accounts').selectAll().where('parent_account_id', 'in', ownedAgencies).execute();
-      for (const c of clients) if (!out.has(c.id)) out.set(c.id, { account: c, role: 'owner' });
+      for (const c of clients) if (!out.has(c.id)) out.set(c.id, { account: c, role: 'owner', mailboxLimit: null });
     }
   }
   // A selected-mailbox key never leaves its own account.
@@ -74,15 +89,16 @@ export async function selectAccount(db: Kysely<DB>, cred: Credential, selector: 
   const reachable = await reachableAccounts(db, cred);
   const hit = reachable.get(wanted);
   if (!hit) throw new AppError('ACCOUNT_ACCESS_DENIED', 'account_id is not an account this credential can use.', { account_id: wanted });
-  return toAccess(cred, hit.account, hit.role);
+  return toAccess(cred, hit.account, hit.role, hit.mailboxLimit);
 }
 
-export function toAccess(cred: Credential, account: AccountsTable, role: MembershipRole): AccountAccess {
+export function toAccess(cred: Credential, account: AccountsTable, role: MembershipRole, mailboxLimit: string[] | null = null): AccountAccess {
   return {
     account,
     role,
     permissions: capByRole(scopePermissions(cred.scope), role),
     isAccountAdmin: role === 'owner' || role === 'administrator',
+    mailboxLimit: role === 'collaborator' ? mailboxLimit : null,
   };
 }
 
@@ -112,6 +128,7 @@ export function hasAllMailboxes(cred: Credential): boolean {
  * mailbox is outside what the credential may see (answered exactly like a missing one).
  */
 export function mailboxPermissions(cred: Credential, access: AccountAccess, mailboxId: string): Permissions | null {
+  if (access.mailboxLimit && !access.mailboxLimit.includes(mailboxId)) return null;
   if (cred.mailboxAccess === 'all') return access.permissions;
   const granted = cred.mailboxPermissions[mailboxId];
   if (!granted) return null;
@@ -119,7 +136,13 @@ export function mailboxPermissions(cred: Credential, access: AccountAccess, mail
   return { read: true, write, admin: write && access.permissions.admin };
 }
 
-/** Mailbox ids a selected-access credential is limited to, or null for all mailboxes. */
-export function visibleMailboxIds(cred: Credential): string[] | null {
-  return cred.mailboxAccess === 'all' ? null : Object.keys(cred.mailboxPermissions);
+/**
+ * Mailbox ids the credential is limited to in the selected account (a selected-access key, a
+ * collaborator limited to chosen mailboxes, or both), or null for all mailboxes.
+ */
+export function visibleMailboxIds(cred: Credential, access?: AccountAccess): string[] | null {
+  const byKey = cred.mailboxAccess === 'all' ? null : Object.keys(cred.mailboxPermissions);
+  const byRole = access?.mailboxLimit ?? null;
+  if (byKey === null) return byRole;
+  return byRole === null ? byKey : byKey.filter((id) => byRole.includes(id));
 }

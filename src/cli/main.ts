@@ -8,6 +8,7 @@ import type { PlanName, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { BackupError } from '../backup/manifest.ts';
 import { SERVER_VERSION } from '../version.ts';
+import { registerAccountAdminCommands } from './accounts-admin.ts';
 
 function config() {
   try {
@@ -40,6 +41,22 @@ function fail(err: unknown): void {
   process.exitCode = 1;
 }
 
+/** False (after printing why, exit code 1) when the configured database is missing or empty. */
+async function databaseExists(cfg: ReturnType<typeof config>): Promise<boolean> {
+  const state = await inspectDatabase(cfg.databaseUrl, cfg.databaseSchema).catch((err: unknown) => err as Error);
+  if (state instanceof Error) {
+    fail(new Error(`cannot reach the database: ${state.message}`));
+    return false;
+  }
+  if (state.state === 'ready') return true;
+  fail(
+    new Error(
+      `no Cubby database at ${state.where} (${state.state === 'missing' ? 'it does not exist' : 'it is empty'}): run admin commands with the same CUBBY_* settings as \`cubby serve\` (CUBBY_DATA_DIR=${cfg.dataDir}), or start the server once to create the database`,
+    ),
+  );
+  return false;
+}
+
 /**
  * Runs an operator command against the server's database (the same CUBBY_* settings as `serve`)
  * and prints one JSON object. A missing or empty database is refused with exit 1, so a command run
@@ -48,17 +65,7 @@ function fail(err: unknown): void {
  */
 async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>, opts: { initialise?: boolean } = {}) {
   const cfg = config();
-  if (!opts.initialise) {
-    const state = await inspectDatabase(cfg.databaseUrl, cfg.databaseSchema).catch((err: unknown) => err as Error);
-    if (state instanceof Error) return fail(new Error(`cannot reach the database: ${state.message}`));
-    if (state.state !== 'ready') {
-      return fail(
-        new Error(
-          `no Cubby database at ${state.where} (${state.state === 'missing' ? 'it does not exist' : 'it is empty'}): run admin commands with the same CUBBY_* settings as \`cubby serve\` (CUBBY_DATA_DIR=${cfg.dataDir}), or start the server once to create the database`,
-        ),
-      );
-    }
-  }
+  if (!opts.initialise && !(await databaseExists(cfg))) return;
   const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
   try {
     await migrate(database);
@@ -244,6 +251,25 @@ admin
   .action(async (o) => {
     const { restore } = await import('../backup/restore.ts');
     await restore(config(), o.from).then(print, fail);
+  });
+registerAccountAdminCommands(admin, config);
+
+admin
+  .command('reindex')
+  .description('Rebuild the search index (emails now; file text extraction is queued for the server)')
+  .option('--mailbox <id>', 'only this mailbox')
+  .action(async (o) => {
+    const cfg = config();
+    if (!(await databaseExists(cfg))) return;
+    const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
+    try {
+      await migrate(database);
+      const { reindex } = await import('../search/reindex.ts');
+      const deps = { db: database.db, dialect: database.dialect, config: cfg, now: () => new Date() };
+      process.stdout.write(`${JSON.stringify(await reindex(deps, { mailboxId: o.mailbox }, (line) => process.stderr.write(`${line}\n`)))}\n`);
+    } finally {
+      await database.close();
+    }
   });
 
 await program.parseAsync(process.argv);

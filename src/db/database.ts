@@ -16,6 +16,8 @@ import * as m0008 from './migrations/0008_sending.ts';
 import * as m0009 from './migrations/0009_addresses_domains.ts';
 import * as m0010 from './migrations/0010_publishing.ts';
 import * as m0011 from './migrations/0011_agent_access.ts';
+import * as m0013 from './migrations/0013_accounts_security.ts';
+import * as m0014 from './migrations/0014_search.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -41,6 +43,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0009_addresses_domains': m0009,
   '0010_publishing': m0010,
   '0011_agent_access': m0011,
+  '0013_accounts_security': m0013,
+  '0014_search': m0014,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

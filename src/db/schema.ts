@@ -6,6 +6,13 @@ export interface UsersTable {
   name: string;
   password_hash: string;
   two_factor_enabled: number;
+  /** Null until the address is verified: sending mail and publishing wait for it. */
+  email_verified_at?: string | null;
+  /** The TOTP seed, sealed with the service secret; null without two-factor. */
+  totp_secret?: string | null;
+  /** The last TOTP time step accepted, so that a code is never accepted twice. */
+  totp_last_step?: number | null;
+  password_changed_at?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -94,6 +101,8 @@ export interface SessionsTable {
   created_at: string;
   expires_at: string;
   last_seen_at: string;
+  user_agent?: string | null;
+  ip?: string | null;
 }
 
 export interface SignInAttemptsTable {

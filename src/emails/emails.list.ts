@@ -6,6 +6,8 @@ import { invalidArgument } from '../errors.ts';
 import { iso } from '../time.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { viewerOf } from './emails.present.ts';
+import { parseQuery } from '../search/query.ts';
+import { emailFilterConditions, emailIdCondition } from '../search/search.service.ts';
 
 // The email list. It keys on `seq`, the per-mailbox arrival order assigned under the mailbox row
 // lock (so arrival order is commit order): with `order=asc` a saved cursor returns exactly the mail
@@ -26,6 +28,8 @@ export interface ListEmailsInput {
   read?: boolean;
   hasAttachments?: boolean;
   conversationId?: string;
+  /** Search syntax (src/search/query.ts); combines with every other filter. */
+  q?: string;
 }
 
 /** A date-time filter as the stored ISO text (UTC, milliseconds), which compares correctly as text. */
@@ -49,6 +53,8 @@ export async function listEmails(ctx: RequestCtx, input: ListEmailsInput) {
   const subject = input.subject?.toLowerCase() || null;
   const after = instant('received_after', input.receivedAfter);
   const before = instant('received_before', input.receivedBefore);
+  const q = input.q?.trim() ? input.q.trim() : null;
+  const parsed = q ? parseQuery(q, { allowFilterOnly: true }) : null;
   // Everything that decides which rows a page holds is bound into the cursor; include_storage
   // only changes how rows look and is not.
   const filters = {
@@ -62,6 +68,7 @@ export async function listEmails(ctx: RequestCtx, input: ListEmailsInput) {
     read: input.read ?? null,
     has_attachments: input.hasAttachments ?? null,
     conversation: input.conversationId ?? null,
+    ...(q ? { q } : {}),
   };
 
   let query = ctx.db.selectFrom('emails').selectAll().where('mailbox_id', '=', mailbox.id);
@@ -73,9 +80,14 @@ export async function listEmails(ctx: RequestCtx, input: ListEmailsInput) {
   if (input.read !== undefined) query = query.where('read_at', input.read ? 'is not' : 'is', null);
   if (input.hasAttachments !== undefined) query = query.where('attachment_count', input.hasAttachments ? '>' : '=', 0);
   if (input.conversationId !== undefined) query = query.where('conversation_id', '=', input.conversationId);
-  // `sender` and `subject` search content that API keys may not see on withheld mail: matching it
+  if (parsed) {
+    const match = emailIdCondition(ctx, parsed);
+    if (match) query = query.where(match);
+    for (const c of emailFilterConditions(parsed)) query = query.where(c);
+  }
+  // `sender`, `subject` and `q` search content that API keys may not see on withheld mail: matching it
   // would let a key learn a withheld sender or subject by probing. Withheld rows never match them.
-  const contentFilter = viewerOf(ctx).apiKey && (sender !== null || subject !== null);
+  const contentFilter = viewerOf(ctx).apiKey && (sender !== null || subject !== null || q !== null);
   if (contentFilter) query = query.where('labeling', '<>', 'pending').where((eb) => eb.or([eb('label', 'is', null), eb('label', '<>', 'Junk')]));
 
   let previous: (string | number | null)[] | null = null;

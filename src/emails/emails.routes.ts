@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import { Deleted, okR, responsesR } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { EmailDetailOne, EmailDownload, EmailList, EmailSummaryOne } from './emails.responses.ts';
+
+const READ_EMAIL_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'EMAIL_NOT_FOUND', 'EMAIL_LABELING_PENDING', 'EMAIL_WITHHELD'];
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
@@ -33,6 +38,7 @@ const listQuery = z.object({
   read: booleanQuery.optional(),
   has_attachments: booleanQuery.optional(),
   conversation_id: z.string().max(100).optional(),
+  q: z.string().max(1000).optional().describe('Search: words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD (body and attachment text included)'),
   include_storage: includeStorage,
   purpose,
   account_id: accountIdField,
@@ -42,7 +48,7 @@ const listQuery = z.object({
 export function registerEmailRoutesR(app: App) {
   app.get(
     '/mailboxes/:mailbox_id/emails',
-    { schema: { tags, summary: 'List emails (newest first unless order=asc); every page has a next_cursor for polling; never marks read', params: mailboxParams, querystring: listQuery } },
+    { schema: { operationId: 'listEmails', response: responsesR({ 200: okR(EmailList) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'List emails (newest first unless order=asc); every page has a next_cursor for polling; never marks read', params: mailboxParams, querystring: listQuery } },
     async (req) => {
       reasonOf(req);
       const q = req.query;
@@ -60,6 +66,7 @@ export function registerEmailRoutesR(app: App) {
         read: q.read,
         hasAttachments: q.has_attachments,
         conversationId: q.conversation_id,
+        q: q.q,
       });
       return { success: true, data: { emails: await presentSummaries(req.ctx.db, page.items, viewerOf(req.ctx, q.include_storage === true)), pagination: page.pagination } };
     },
@@ -67,7 +74,7 @@ export function registerEmailRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/emails/:email_id',
-    { schema: { tags, summary: 'Read an email with body and attachments (does not mark read; 503 EMAIL_LABELING_PENDING while labeling)', params: emailParams, querystring: withStorageQuery } },
+    { schema: { operationId: 'getEmail', response: responsesR({ 200: okR(EmailDetailOne) }, READ_EMAIL_CODES), tags, summary: 'Read an email with body and attachments (does not mark read; 503 EMAIL_LABELING_PENDING while labeling)', params: emailParams, querystring: withStorageQuery } },
     async (req) => {
       reasonOf(req);
       const email = await readEmail(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, emailId: req.params.email_id });
@@ -77,7 +84,7 @@ export function registerEmailRoutesR(app: App) {
 
   app.patch(
     '/mailboxes/:mailbox_id/emails/:email_id',
-    { schema: { tags, summary: 'Set the shared read status (read permission)', params: emailParams, querystring: withStorageQuery, body: writeBody({ read: z.boolean() }) } },
+    { schema: { operationId: 'setEmailRead', response: responsesR({ 200: okR(EmailSummaryOne) }, ['MAILBOX_NOT_FOUND', 'EMAIL_NOT_FOUND'], { write: true }), tags, summary: 'Set the shared read status (read permission)', params: emailParams, querystring: withStorageQuery, body: writeBody({ read: z.boolean() }) } },
     async (req) => {
       reasonOf(req);
       const email = await setEmailRead(req.ctx, { accountId: selector(req), mailboxId: req.params.mailbox_id, emailId: req.params.email_id, read: req.body.read });
@@ -87,7 +94,7 @@ export function registerEmailRoutesR(app: App) {
 
   app.delete(
     '/mailboxes/:mailbox_id/emails/:email_id',
-    { schema: { tags, summary: 'Delete an email and its stored files for good (mailbox-admin; no trash)', params: emailParams, querystring: readQuery, body: writeBody({}).nullish() } },
+    { schema: { operationId: 'deleteEmail', response: responsesR({ 200: okR(Deleted) }, ['MAILBOX_NOT_FOUND', 'EMAIL_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED'], { write: true }), tags, summary: 'Delete an email and its stored files for good (mailbox-admin; no trash)', params: emailParams, querystring: readQuery, body: writeBody({}).nullish() } },
     async (req) => {
       const result = await deleteEmail(req.ctx, { accountId: selector(req), mailboxId: req.params.mailbox_id, emailId: req.params.email_id, reason: reasonOf(req) });
       return { success: true, data: result };
@@ -96,7 +103,7 @@ export function registerEmailRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/emails/:email_id/raw',
-    { schema: { tags, summary: 'A signed, expiring download link for the original message (.eml); withheld mail: 503 or 403', params: emailParams, querystring: readQuery } },
+    { schema: { operationId: 'getEmailRawDownload', response: responsesR({ 200: okR(EmailDownload) }, READ_EMAIL_CODES), tags, summary: 'A signed, expiring download link for the original message (.eml); withheld mail: 503 or 403', params: emailParams, querystring: readQuery } },
     async (req) => {
       reasonOf(req);
       const download = await rawDownload(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, emailId: req.params.email_id });
@@ -108,6 +115,8 @@ export function registerEmailRoutesR(app: App) {
     '/mailboxes/:mailbox_id/emails/:email_id/attachments/:attachment_id',
     {
       schema: {
+        operationId: 'getEmailAttachmentDownload',
+        response: responsesR({ 200: okR(EmailDownload) }, [...READ_EMAIL_CODES, 'EMAIL_ATTACHMENT_NOT_FOUND']),
         tags,
         summary: 'A signed, expiring download link for an attachment; withheld mail: 503 or 403',
         params: emailParams.extend({ attachment_id: z.string().min(1).max(100) }),

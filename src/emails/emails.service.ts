@@ -8,6 +8,7 @@ import { AppError } from '../errors.ts';
 import { iso } from '../time.ts';
 import { recordActivity } from '../activity/activity.service.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
+import { searchIndex } from '../search/search-index.ts';
 import { MailboxChange } from '../files/mailbox-change.ts';
 import { downloadLink, type DownloadLink } from '../files/blob.routes.ts';
 import { labelRetryAfterSeconds } from '../labels/labeler.ts';
@@ -124,6 +125,7 @@ export async function deleteEmail(ctx: RequestCtx, input: { accountId?: string |
       await trx.deleteFrom('files').where('id', 'in', ids).execute();
     }
     await trx.deleteFrom('emails').where('id', '=', fresh.id).execute();
+    await searchIndex(ctx).removeEmails(trx, [fresh.id]);
     await change.commit();
     await trx
       .updateTable('mailboxes')

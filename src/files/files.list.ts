@@ -6,23 +6,28 @@ import { decodeCursor, toPage } from '../http/cursor.ts';
 import { offsetFields, offsetOf } from '../http/offset.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { cleanFolder } from './paths.ts';
+import { parseQuery } from '../search/query.ts';
+import { fileCondition } from '../search/search.service.ts';
 
 /**
  * Live files of a mailbox (including `_email/`), ordered by path. Never marks anything read.
  * Paged by cursor, or by `offset` for clients that page that way; both answer the offset fields
  * (`offset`, `count`, `total`, `next_offset`) beside the cursor ones.
  */
-export async function listFiles(ctx: RequestCtx, input: { accountId?: string | null; mailboxId: string; q?: string; folder?: string; limit: number; cursor?: string; offset?: number }) {
+export async function listFiles(ctx: RequestCtx, input: { accountId?: string | null; mailboxId: string; q?: string; qIn?: 'path' | 'content' | 'all'; folder?: string; limit: number; cursor?: string; offset?: number }) {
   const { mailbox } = await loadMailbox(ctx, input.accountId, input.mailboxId, 'read');
   const folder = cleanFolder(input.folder);
   const q = input.q?.trim() || undefined;
   const start = offsetOf(input);
-  const filters = { mailbox: mailbox.id, q: q ?? null, folder: folder ?? null };
+  const qIn = input.qIn ?? 'path';
+  const filters = { mailbox: mailbox.id, q: q ?? null, folder: folder ?? null, ...(qIn !== 'path' ? { q_in: qIn } : {}) };
   let query = ctx.db.selectFrom('files').where('mailbox_id', '=', mailbox.id).where('deleted_at', 'is', null);
   if (folder !== undefined) query = query.where('folder', '=', folder);
   // API keys do not see the files of withheld emails (still being labeled, or Junk).
   if (ctx.actor.apiKeyId) query = query.where((eb) => eb.or([sql<SqlBool>`substr(path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
-  if (q) {
+  if (q && qIn !== 'path') {
+    query = query.where(fileCondition(ctx, parseQuery(q), qIn));
+  } else if (q) {
     const pattern = `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     query = query.where(sql<SqlBool>`lower(path) like ${pattern} escape '\\'`);
   }

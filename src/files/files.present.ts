@@ -1,3 +1,4 @@
+import { shasWithText } from '../search/documents.ts';
 import type { Kysely } from 'kysely';
 import type { DB, FilesTable, FileVersionsTable } from '../db/schema.ts';
 import { recentReasons, versionsById } from './files.repo.ts';
@@ -6,6 +7,8 @@ import { recentReasons, versionsById } from './files.repo.ts';
 export interface Actors {
   users: Map<string, { id: string; name: string; email: string }>;
   keys: Map<string, { id: string; label: string | null; token_type: string }>;
+  /** Contents whose text was extracted for search (has_text). */
+  texts?: Set<string>;
 }
 
 export async function loadActors(db: Kysely<DB>, rows: { userIds: (string | null)[]; keyIds: (string | null)[] }): Promise<Actors> {
@@ -43,7 +46,7 @@ export function presentVersion(v: FileVersionsTable, a: Actors) {
     created_by_system: v.created_by_system,
     deleted: v.deleted === 1,
     ready: true,
-    has_text: v.deleted === 0 && /^(text\/|application\/(json|xml|yaml|javascript))/.test(v.mime_type),
+    has_text: v.deleted === 0 && ((v.sha256 !== null && a.texts?.has(v.sha256) === true) || /^(text\/|application\/(json|xml|yaml|javascript))/.test(v.mime_type)),
     version_number: v.version_number,
     byte_size: Number(v.byte_size),
     mailbox_version_id: v.mailbox_version_id,
@@ -91,6 +94,7 @@ export async function presentFiles(db: Kysely<DB>, files: FilesTable[]) {
     userIds: [...files.flatMap((f) => [f.created_by_user_id, f.read_by_user_id]), ...all.flatMap((v) => [v.created_by_user_id, v.read_by_user_id])],
     keyIds: [...files.flatMap((f) => [f.created_by_api_key_id, f.updated_by_api_key_id, f.read_by_api_key_id]), ...all.flatMap((v) => [v.created_by_api_key_id, v.read_by_api_key_id])],
   });
+  actors.texts = await shasWithText(db, all.map((v) => v.sha256));
   return files.map((f) => presentFile(f, f.current_version_id ? versions.get(f.current_version_id) : undefined, reasons.get(f.id) ?? [], actors));
 }
 
@@ -100,5 +104,6 @@ export async function presentOneFile(db: Kysely<DB>, file: FilesTable) {
 
 export async function presentVersions(db: Kysely<DB>, versions: FileVersionsTable[]) {
   const actors = await loadActors(db, { userIds: versions.flatMap((v) => [v.created_by_user_id, v.read_by_user_id]), keyIds: versions.flatMap((v) => [v.created_by_api_key_id, v.read_by_api_key_id]) });
+  actors.texts = await shasWithText(db, versions.map((v) => v.sha256));
   return versions.map((v) => presentVersion(v, actors));
 }

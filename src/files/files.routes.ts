@@ -1,5 +1,18 @@
 import { assertEmailFileReadable } from '../emails/withheld.ts';
 import { z } from 'zod';
+import { okR, responsesR } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { AppendResult, DirectUpload, DirectUploadSkipped, DownloadLink, FileDeleted, FileList, FileOne, FileWrite, VersionList } from './files.responses.ts';
+
+// Error codes of the file routes (both surfaces).
+export const READ_FILE_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_FILE_NOT_FOUND', 'EMAIL_WITHHELD', 'EMAIL_LABELING_PENDING'];
+export const WRITE_FILE_CODES: ErrorCode[] = [
+  ...READ_FILE_CODES, 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'MAILBOX_VERSION_CONFLICT', 'EMAIL_PATH_READ_ONLY', 'FILE_TYPE_FORBIDDEN', 'FILE_PATH_TAKEN',
+  'FILE_TOO_LARGE', 'FILE_LIMIT_REACHED', 'STORAGE_LIMIT_REACHED', 'FILE_VERSION_LIMIT_REACHED', 'DIRECT_UPLOAD_NOT_FOUND', 'DIRECT_UPLOAD_INVALID', 'UPLOAD_CHECKSUM_MISMATCH',
+];
+export const DIRECT_UPLOAD_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'EMAIL_PATH_READ_ONLY', 'FILE_TYPE_FORBIDDEN', 'FILE_TOO_LARGE', 'FILE_LIMIT_REACHED', 'STORAGE_LIMIT_REACHED', 'FILE_VERSION_LIMIT_REACHED'];
+export const DIRECT_UPLOAD_DESCRIBE = { 201: 'Upload target made: PUT the bytes, then save the file', 200: 'No upload needed (identical content, or existing_file_policy=skip)' };
+export const SAVE_DESCRIBE = { 201: 'A new file', 200: 'A new version of an existing file, or skipped (see `skipped`, `code`)' };
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { RequestCtx } from '../context.ts';
@@ -62,6 +75,8 @@ export function registerFileRoutesR(app: App) {
     '/direct_uploads',
     {
       schema: {
+        operationId: 'createDirectUpload',
+        response: responsesR({ 201: okR(DirectUpload), 200: okR(DirectUploadSkipped) }, DIRECT_UPLOAD_CODES, { write: true, describe: DIRECT_UPLOAD_DESCRIBE }),
         tags,
         summary: 'Step 1: declare a file and get a signed upload URL (or a skip for identical content)',
         body: writeBody({ mailbox_id: z.string().min(1).max(100), path: z.string().max(2048), existing_file_policy: policy.optional(), blob: blobDeclaration }),
@@ -80,6 +95,8 @@ export function registerFileRoutesR(app: App) {
     '/mailboxes/:mailbox_id/files',
     {
       schema: {
+        operationId: 'saveFile',
+        response: responsesR({ 201: okR(FileWrite), 200: okR(FileWrite) }, WRITE_FILE_CODES, { write: true, describe: SAVE_DESCRIBE }),
         tags,
         summary: 'Step 3: save an uploaded blob at a path (an existing path gets a new version)',
         params: mailboxParams,
@@ -112,10 +129,10 @@ export function registerFileRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/files',
-    { schema: { tags, summary: 'List files (includes _email/; never marks read); cursor or offset paging', params: mailboxParams, querystring: z.object({ q: z.string().max(200).optional(), folder: z.string().max(1024).optional(), ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }) } },
+    { schema: { operationId: 'listFiles', response: responsesR({ 200: okR(FileList) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'List files (includes _email/; never marks read); cursor or offset paging', params: mailboxParams, querystring: z.object({ q: z.string().max(1000).optional().describe('Path text (default), or search syntax with q_in=content|all'), q_in: z.enum(['path', 'content', 'all']).optional().describe('path (default): q is text in the path; content: search the extracted text; all: either'), folder: z.string().max(1024).optional(), ...pageQuery, ...offsetQuery, account_id: accountIdField, reason: reasonField }) } },
     async (req) => {
       reasonOf(req);
-      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor, offset: req.query.offset });
+      const page = await listFiles(req.ctx, { accountId: req.query.account_id, mailboxId: req.params.mailbox_id, q: req.query.q, qIn: req.query.q_in, folder: req.query.folder, limit: req.query.limit, cursor: req.query.cursor, offset: req.query.offset });
       return { success: true, data: { files: await presentFiles(req.ctx.db, page.items), pagination: page.pagination } };
     },
   );
@@ -124,6 +141,8 @@ export function registerFileRoutesR(app: App) {
     '/mailboxes/:mailbox_id/files/by_path',
     {
       schema: {
+        operationId: 'getFileByPath',
+        response: responsesR({ 200: okR(FileOne) }, READ_FILE_CODES),
         tags,
         summary: 'File metadata by path',
         params: mailboxParams,
@@ -148,6 +167,8 @@ export function registerFileRoutesR(app: App) {
     '/mailboxes/:mailbox_id/files/append_text',
     {
       schema: {
+        operationId: 'appendText',
+        response: responsesR({ 200: okR(AppendResult) }, WRITE_FILE_CODES, { write: true }),
         tags,
         summary: 'Append UTF-8 text to an existing file (a new version)',
         params: mailboxParams,
@@ -162,7 +183,7 @@ export function registerFileRoutesR(app: App) {
     },
   );
 
-  app.get('/mailboxes/:mailbox_id/files/:file_id', { schema: { tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery } }, async (req) => {
+  app.get('/mailboxes/:mailbox_id/files/:file_id', { schema: { operationId: 'getFile', response: responsesR({ 200: okR(FileOne) }, READ_FILE_CODES), tags, summary: 'Read file metadata (does not mark read)', params: fileParams, querystring: readQuery } }, async (req) => {
     reasonOf(req);
     const { file } = await loadFile(req.ctx, req.query.account_id, req.params.mailbox_id, req.params.file_id);
     return { success: true, data: { file: await presentOneFile(req.ctx.db, file) } };
@@ -170,7 +191,7 @@ export function registerFileRoutesR(app: App) {
 
   app.patch(
     '/mailboxes/:mailbox_id/files/:file_id',
-    { schema: { tags, summary: 'Set the shared read status', params: fileParams, querystring: readQuery, body: writeBody({ read: z.boolean() }) } },
+    { schema: { operationId: 'setFileRead', response: responsesR({ 200: okR(FileOne) }, READ_FILE_CODES, { write: true }), tags, summary: 'Set the shared read status', params: fileParams, querystring: readQuery, body: writeBody({ read: z.boolean() }) } },
     async (req) => {
       reasonOf(req);
       const file = await setFileRead(req.ctx, { accountId: selector(req), mailboxId: req.params.mailbox_id, fileId: req.params.file_id, read: req.body.read });
@@ -182,6 +203,8 @@ export function registerFileRoutesR(app: App) {
     '/mailboxes/:mailbox_id/files/:file_id',
     {
       schema: {
+        operationId: 'deleteFile',
+        response: responsesR({ 200: okR(FileDeleted) }, WRITE_FILE_CODES, { write: true }),
         tags,
         summary: 'Delete a file (mailbox-admin); recorded as a version',
         params: fileParams,
@@ -202,7 +225,7 @@ export function registerFileRoutesR(app: App) {
     },
   );
 
-  app.get('/mailboxes/:mailbox_id/files/:file_id/download', { schema: { tags, summary: 'A signed, expiring download link for the current version', params: fileParams, querystring: readQuery } }, async (req) => {
+  app.get('/mailboxes/:mailbox_id/files/:file_id/download', { schema: { operationId: 'getFileDownload', response: responsesR({ 200: okR(z.object({ download: DownloadLink })) }, READ_FILE_CODES), tags, summary: 'A signed, expiring download link for the current version', params: fileParams, querystring: readQuery } }, async (req) => {
     reasonOf(req);
     const { file } = await loadFile(req.ctx, req.query.account_id, req.params.mailbox_id, req.params.file_id);
     const v = await req.ctx.db.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id!).executeTakeFirstOrThrow();
@@ -216,7 +239,9 @@ export function registerFileRoutesR(app: App) {
       {
         schema: {
           tags,
+          operationId: `${kind}File`,
           summary: kind === 'rename' ? 'Rename within its folder (body: name)' : kind === 'move' ? 'Move to another path (body: path)' : 'Copy to a new path (body: path)',
+          response: responsesR(kind === 'copy' ? { 201: okR(FileWrite) } : { 200: okR(FileWrite) }, WRITE_FILE_CODES, { write: true }),
           params: fileParams,
           body: writeBody({ [field]: z.string().min(1).max(2048), expected_mailbox_version: expectedVersion }),
         },
@@ -231,7 +256,7 @@ export function registerFileRoutesR(app: App) {
 
   app.get(
     '/mailboxes/:mailbox_id/files/:file_id/versions',
-    { schema: { tags, summary: 'Versions of a file, newest first', params: fileParams, querystring: z.object({ ...pageQuery, account_id: accountIdField, reason: reasonField }) } },
+    { schema: { operationId: 'listFileVersions', response: responsesR({ 200: okR(VersionList) }, READ_FILE_CODES), tags, summary: 'Versions of a file, newest first', params: fileParams, querystring: z.object({ ...pageQuery, account_id: accountIdField, reason: reasonField }) } },
     async (req) => {
       reasonOf(req);
       const { file } = await loadFile(req.ctx, req.query.account_id, req.params.mailbox_id, req.params.file_id);
@@ -242,7 +267,7 @@ export function registerFileRoutesR(app: App) {
 
   app.post(
     '/mailboxes/:mailbox_id/files/:file_id/versions/:version_id/restore',
-    { schema: { tags, summary: 'Restore an earlier version as a new version', params: fileParams.extend({ version_id: z.string().min(1).max(100) }), body: writeBody({ expected_mailbox_version: expectedVersion }).nullish() } },
+    { schema: { operationId: 'restoreFileVersion', response: responsesR({ 200: okR(FileWrite) }, [...WRITE_FILE_CODES, 'FILE_VERSION_NOT_FOUND'], { write: true }), tags, summary: 'Restore an earlier version as a new version', params: fileParams.extend({ version_id: z.string().min(1).max(100) }), body: writeBody({ expected_mailbox_version: expectedVersion }).nullish() } },
     async (req) => {
       const r = await restoreVersion(req.ctx, { accountId: selector(req), mailboxId: req.params.mailbox_id, fileId: req.params.file_id, versionId: req.params.version_id, expectedMailboxVersion: req.body?.expected_mailbox_version, reason: reasonOf(req) });
       return { success: true, data: await presentWrite(req.ctx, r) };

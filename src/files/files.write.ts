@@ -167,6 +167,7 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     await trx.insertInto('file_versions').values(version).execute();
   }
   change.storageDelta += growth;
+  change.written.push({ sha256: input.sha256, name: version.name, mime: input.mimeType, account_id: change.accountId });
   return { file: { ...file, ...patch }, version, created: !existing, skipped: false, duplicate: false, skipCode: null };
 }
 

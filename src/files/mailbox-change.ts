@@ -5,6 +5,7 @@ import type { Dialect } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
+import { queueExtraction, type ExtractPayload } from '../search/queue-extraction.ts';
 
 /**
  * One change to a mailbox's file tree, inside one transaction: it locks the mailbox row,
@@ -19,6 +20,9 @@ export class MailboxChange {
   storageDelta = 0;
   filesDelta = 0;
   readonly number: number;
+  /** Contents written by this change: their text is extracted for search once it commits. */
+  readonly written: ExtractPayload[] = [];
+  private dialect: Dialect = 'sqlite';
 
   private constructor(
     readonly trx: Kysely<DB>,
@@ -68,6 +72,7 @@ export class MailboxChange {
     }
     const change = new MailboxChange(trx, mailboxId, m.account_id, { ...m, storage_bytes: Number(m.storage_bytes), files_count: Number(m.files_count) }, opts.actor, opts.now, opts.action);
     change.presetVersionId = opts.versionId ?? null;
+    change.dialect = dialect;
     return change;
   }
 
@@ -91,6 +96,7 @@ export class MailboxChange {
 
   async commit(): Promise<{ versionId: string | null; versionNumber: number }> {
     if (!this.versionId) return { versionId: this.current.version_id, versionNumber: this.current.version_number };
+    await queueExtraction(this.trx, this.dialect, this.now, this.written);
     await this.trx
       .insertInto('mailbox_versions')
       .values({

@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { createJsonSchemaTransformObject, jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps, RequestCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -8,7 +8,12 @@ import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
 import { clientVersionHeaders, sendError, surfaceOf } from './render-error.ts';
 import { KeyRateLimiter } from './rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
+import { CLIENT_VERSION } from '../version.ts';
+import { OPENAPI_INFO, surfaceDocument } from './openapi.ts';
+import { registerApiDocs } from './api-docs.ts';
+import type { ViolationSink } from './contract-check.ts';
 import { registerAccountRoutesA, registerAccountRoutesR } from '../accounts/accounts.routes.ts';
+import { registerActivityRoutesR } from '../activity/activity.routes.ts';
 import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
@@ -17,6 +22,7 @@ import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerSendRoutesR } from '../outbound/send.routes.ts';
 import { registerBucketFileRoutesA } from '../files/buckets-files.routes.ts';
+import { registerSearchRoutesA, registerSearchRoutesR } from '../search/search.routes.ts';
 import { registerBlobRoutes } from '../files/blob.routes.ts';
 import { registerUploadSessionRoutesA, registerUploadSessionRoutesR } from '../uploads/upload-sessions.routes.ts';
 import { registerAddressRoutesA, registerAddressRoutesR } from '../addresses/addresses.routes.ts';
@@ -46,7 +52,12 @@ declare module 'fastify' {
 
 export const JSON_BODY_LIMIT = 1024 * 1024;
 
-export async function buildHttpServer(deps: AppDeps, logger: any): Promise<FastifyInstance> {
+export interface HttpOptions {
+  /** Tests: check every API reply against the OpenAPI document and report mismatches here. */
+  checkResponses?: ViolationSink;
+}
+
+export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     genReqId: () => newId('req'),
@@ -63,7 +74,9 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     frameworkErrors: (err, req, reply) => sendError(req, reply, err, deps.publicUrl(), deps.config.compatBrands),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Response schemas document the contract (and the test suite checks every reply against
+  // them); they never reshape a reply: no field is stripped and a drift is not turned into a 500.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.decorateRequest('ctx', null as unknown as RequestCtx);
   app.decorateRequest('errorCode', null);
   app.addHook('onResponse', async (req, reply) => logRequest(deps, req, reply));
@@ -86,12 +99,25 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Cubby API', version: '1.0.0', description: 'Private file buckets, each with its own email address.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (cubby_…)' } } },
-      security: [{ bearer: [] }],
+      info: OPENAPI_INFO,
+      // Filled in per document with absolute URLs (src/http/openapi.ts).
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' }, oauth: { type: 'oauth2', flows: {} } } },
+      security: [{ bearer: [] }, { oauth: [] }],
     },
     transform: jsonSchemaTransform,
+    transformObject: createJsonSchemaTransformObject({}),
   });
+
+  if (options.checkResponses) {
+    const { createContractCheck } = await import('./contract-check.ts');
+    const check = createContractCheck(() => app.swagger(), options.checkResponses);
+    app.addHook('onSend', async (req, reply, payload) => {
+      const violation = check(req, reply, payload);
+      // The harness's request() throws on this header, so the failing test names the violation.
+      if (violation) reply.header('x-cubby-contract-violation', encodeURIComponent(violation.slice(0, 4000)));
+      return payload;
+    });
+  }
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -122,6 +148,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
     async (r) => {
       r.addHook('onRequest', authenticate);
       registerAccountRoutesR(r as any, deps);
+      registerActivityRoutesR(r as any);
       registerAgentAuthRoutesR(r as any, deps);
       registerMailboxRoutesR(r as any);
       registerFileRoutesR(r as any);
@@ -132,6 +159,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerDomainRoutesR(r as any);
       registerWebhookRoutesR(r as any);
       registerLiveRoutesR(r as any);
+      registerSearchRoutesR(r as any);
     },
     { prefix: '/v1' },
   );
@@ -146,22 +174,18 @@ export async function buildHttpServer(deps: AppDeps, logger: any): Promise<Fasti
       registerUploadSessionRoutesA(a as any);
       registerAddressRoutesA(a as any);
       registerDomainRoutesA(a as any);
+      registerSearchRoutesA(a as any);
     },
     { prefix: '/api/v1' },
   );
 
-  const openapiFor = (prefix: string) => () => {
-    const doc = structuredClone(app.swagger()) as any;
-    doc.paths = Object.fromEntries(Object.entries(doc.paths ?? {}).filter(([p]) => p.startsWith(`${prefix}/`)));
-    doc.servers = [{ url: deps.publicUrl() }];
-    doc.info = { ...doc.info, title: prefix === '/v1' ? 'Cubby API (surface R)' : 'Cubby API (surface A)' };
-    return doc;
-  };
+  const openapiFor = (prefix: '/v1' | '/api/v1') => () => surfaceDocument(app.swagger(), prefix, deps.publicUrl());
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/v1'));
   app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
 
   registerOpsRoutes(app as any, deps);
   registerErrorDocs(app as any);
+  registerApiDocs(app as any);
   await registerBlobRoutes(app as any, deps);
   await registerCable(app as any, deps);
   await registerAgentAccess(app as any, deps);

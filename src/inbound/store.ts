@@ -18,6 +18,9 @@ import { iso } from '../time.ts';
 import { addReceivedUsage, receivedUsage } from './usage.ts';
 import { emailDirectory } from './layout.ts';
 import { ConversationIndex } from './conversations.ts';
+import { searchIndex } from '../search/search-index.ts';
+import { emailDocsFor } from '../search/documents.ts';
+import { queueExtraction } from '../search/queue-extraction.ts';
 
 /** One received message for one mailbox, with its blobs already durable in the store. */
 export interface InboundDelivery {
@@ -96,6 +99,9 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
     await insertMany(trx, 'file_versions', batch.versions);
     await insertMany(trx, 'mailbox_versions', batch.mailboxVersions);
     await insertMany(trx, 'emails', batch.emails);
+    // Searchable as soon as stored; attachment text joins the document when extraction has run.
+    await searchIndex(deps).putEmails(trx, await emailDocsFor(trx, batch.emails));
+    await queueExtraction(trx, deps.dialect, deps.now(), batch.versions.filter((v) => v.sha256 && v.path.includes('/attachments/')).map((v) => ({ sha256: v.sha256!, name: v.name, mime: v.mime_type, account_id: mailboxes.get(v.mailbox_id)?.accountId ?? null })));
     await recordEvents(deps, trx, batch.events);
     for (const m of mailboxes.values()) {
       if (!m.last) continue;

@@ -39,7 +39,7 @@ export async function checkLiveAccess(db: Kysely<DB>, bindings: LiveBinding[], n
     }
     if (!reach.has(cred.keyId)) reach.set(cred.keyId, reachableAccounts(db, cred));
     const hit = (await reach.get(cred.keyId)!).get(b.accountId);
-    const perms = hit ? mailboxPermissions(cred, toAccess(cred, hit.account, hit.role), b.mailboxId) : null;
+    const perms = hit ? mailboxPermissions(cred, toAccess(cred, hit.account, hit.role, hit.mailboxLimit), b.mailboxId) : null;
     out.push(perms?.read ? { ok: true } : { ok: false, reason: 'unauthorized' });
   }
   return out;

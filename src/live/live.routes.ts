@@ -10,6 +10,8 @@ import { reasonOf } from '../mailboxes/mailboxes.routes.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { eventsId } from '../events/ids.ts';
 import { AppError } from '../errors.ts';
+import { okR, responsesR } from '../http/contract.ts';
+import { LiveSubscription } from './live.responses.ts';
 import { checkLiveAccess } from './access.ts';
 import { consumeLiveToken, issueLiveToken, LIVE_TOKEN_TTL_S } from './tokens.ts';
 import { CableConnection, CHANNEL, SUBPROTOCOL, type DisconnectReason } from './cable.ts';
@@ -31,6 +33,8 @@ export function registerLiveRoutesR(app: App) {
     '/mailboxes/:mailbox_id/email/subscription',
     {
       schema: {
+        operationId: 'createEmailSubscription',
+        response: responsesR({ 200: okR(z.object({ subscription: LiveSubscription })) }, ['MAILBOX_NOT_FOUND']),
         tags: ['email settings'],
         summary: 'A 60-second, single-use ticket for the live EmailReceivedChannel (connect to websocket_url?email_subscription_token=…); catch up with the ascending email list after every connect',
         params: z.object({ mailbox_id: z.string().min(1).max(100) }),

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { Deleted, okA, responsesA } from '../http/contract.ts';
+import { BucketInboundEmail, BucketList, BucketOne } from './mailboxes.responses.ts';
+import { ARCHIVE_CODES, CREATE_CODES, DELETE_CODES, reasonOf, selector, UPDATE_CODES } from './mailboxes.routes.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
@@ -10,7 +13,7 @@ import { listMailboxes } from './mailboxes.list.ts';
 import { presentBucket } from './mailboxes.present.ts';
 import { inboundEmailSettings } from '../addresses/settings.ts';
 import { MAX_DESCRIPTION, MAX_TAG_PATH, MAX_TITLE } from './mailbox-fields.ts';
-import { reasonOf, selector } from './mailboxes.routes.ts';
+
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 
@@ -47,6 +50,8 @@ export function registerBucketRoutesA(app: App) {
     '/buckets',
     {
       schema: {
+        operationId: 'createBucket',
+        response: responsesA({ 201: okA(BucketOne), 200: okA(BucketOne) }, CREATE_CODES, { write: true, describe: { 200: 'The bucket made by the first request with this Idempotency-Key (replay)' } }),
         tags,
         summary: 'Create a private bucket with its receiving address (201; 200 on Idempotency-Key replay). A title another active bucket holds gets a numeric suffix',
         body: createBody,
@@ -75,6 +80,8 @@ export function registerBucketRoutesA(app: App) {
     '/buckets',
     {
       schema: {
+        operationId: 'listBuckets',
+        response: responsesA({ 200: okA(BucketList) }),
         tags,
         summary: 'List buckets (newest first)',
         querystring: z.object({
@@ -100,7 +107,7 @@ export function registerBucketRoutesA(app: App) {
 
   app.get(
     '/buckets/:id',
-    { schema: { tags, summary: 'Read a bucket', params: idParams, querystring: z.object({ include_inbound_email: booleanQuery.optional(), account_id: accountIdField }) } },
+    { schema: { operationId: 'getBucket', response: responsesA({ 200: okA(BucketOne) }, ['MAILBOX_NOT_FOUND', 'PERMISSION_DENIED']), tags, summary: 'Read a bucket', params: idParams, querystring: z.object({ include_inbound_email: booleanQuery.optional(), account_id: accountIdField }) } },
     async (req) => {
       const include = req.query.include_inbound_email === true;
       const { mailbox, perms, access } = await loadMailbox(req.ctx, req.query.account_id, req.params.id, 'read');
@@ -111,12 +118,12 @@ export function registerBucketRoutesA(app: App) {
     },
   );
 
-  app.get('/buckets/:id/inbound_email', { schema: { tags, summary: "The bucket's inbound email address and activity (write access)", params: idParams, querystring: readQuery } }, async (req) => {
+  app.get('/buckets/:id/inbound_email', { schema: { operationId: 'getBucketInboundEmail', response: responsesA({ 200: okA(BucketInboundEmail) }, ['MAILBOX_NOT_FOUND', 'PERMISSION_DENIED']), tags, summary: "The bucket's inbound email address and activity (write access)", params: idParams, querystring: readQuery } }, async (req) => {
     // The full state: address, activity, and the address facts of src/addresses (assignment to poll after a rotation).
     return { data: await inboundEmailSettings(req.ctx, await loadMailbox(req.ctx, req.query.account_id, req.params.id, 'write')) };
   });
 
-  app.patch('/buckets/:id', { schema: { tags, summary: 'Update title, description or metadata', params: idParams, querystring: readQuery, body: patchBody } }, async (req) => {
+  app.patch('/buckets/:id', { schema: { operationId: 'updateBucket', response: responsesA({ 200: okA(BucketOne) }, UPDATE_CODES, { write: true }), tags, summary: 'Update title, description or metadata', params: idParams, querystring: readQuery, body: patchBody } }, async (req) => {
     const b = req.body.bucket;
     const { mailbox, perms, access } = await updateMailbox(req.ctx, req.params.id, {
       accountId: selector(req),
@@ -130,12 +137,12 @@ export function registerBucketRoutesA(app: App) {
     return { data: { bucket: presentBucket(req.ctx, mailbox, perms, access, { includeInboundEmail: false }) } };
   });
 
-  app.post('/buckets/:id/archive', { schema: { tags, summary: 'Archive a bucket', params: idParams, querystring: readQuery, body: actionBody } }, async (req) => {
+  app.post('/buckets/:id/archive', { schema: { operationId: 'archiveBucket', response: responsesA({ 200: okA(BucketOne) }, ARCHIVE_CODES, { write: true }), tags, summary: 'Archive a bucket', params: idParams, querystring: readQuery, body: actionBody } }, async (req) => {
     const { mailbox, perms, access } = await archiveMailbox(req.ctx, req.params.id, { accountId: selector(req), reason: reasonOf(req) });
     return { data: { bucket: presentBucket(req.ctx, mailbox, perms, access, { includeInboundEmail: false }) } };
   });
 
-  app.post('/buckets/:id/unarchive', { schema: { tags, summary: 'Unarchive a bucket (admin)', params: idParams, querystring: readQuery, body: actionBody } }, async (req) => {
+  app.post('/buckets/:id/unarchive', { schema: { operationId: 'unarchiveBucket', response: responsesA({ 200: okA(BucketOne) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_NOT_ARCHIVED', 'MAILBOX_TITLE_TAKEN'], { write: true }), tags, summary: 'Unarchive a bucket (admin)', params: idParams, querystring: readQuery, body: actionBody } }, async (req) => {
     const { mailbox, perms, access } = await unarchiveMailbox(req.ctx, req.params.id, { accountId: selector(req), reason: reasonOf(req) });
     return { data: { bucket: presentBucket(req.ctx, mailbox, perms, access, { includeInboundEmail: false }) } };
   });
@@ -144,6 +151,8 @@ export function registerBucketRoutesA(app: App) {
     '/buckets/:id',
     {
       schema: {
+        operationId: 'deleteBucket',
+        response: responsesA({ 200: okA(Deleted) }, DELETE_CODES, { write: true }),
         tags,
         summary: 'Delete an archived bucket',
         params: idParams,

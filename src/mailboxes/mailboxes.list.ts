@@ -1,6 +1,6 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
 import type { RequestCtx } from '../context.ts';
-import { selectAccount, visibleMailboxIds, type AccountAccess } from '../auth/access.ts';
+import { mailboxPermissions, selectAccount, visibleMailboxIds, type AccountAccess } from '../auth/access.ts';
 import { decodeCursor, toPage } from '../http/cursor.ts';
 import { mailboxQuery, type MailboxRow } from './mailboxes.repo.ts';
 
@@ -24,14 +24,14 @@ function likePattern(q: string): string {
  */
 export async function listMailboxes(ctx: RequestCtx, input: ListMailboxesInput) {
   const access: AccountAccess = await selectAccount(ctx.db, ctx.credential, input.accountId);
-  const visible = visibleMailboxIds(ctx.credential);
+  const visible = visibleMailboxIds(ctx.credential, access);
   const writable =
     visible === null
       ? access.permissions.write
         ? null
         : []
       : access.permissions.write
-        ? visible.filter((id) => ctx.credential.mailboxPermissions[id] === 'write')
+        ? visible.filter((id) => mailboxPermissions(ctx.credential, access, id)?.write)
         : [];
 
   let base = mailboxQuery(ctx.db).where('mailboxes.account_id', '=', access.account.id);

@@ -1,4 +1,16 @@
 import { z } from 'zod';
+import { Deleted, okR, responsesR } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { MailboxList, MailboxOne } from './mailboxes.responses.ts';
+
+// Error codes shared by the mailbox routes of both surfaces (src/mailboxes/buckets.routes.ts).
+export const CREATE_CODES: ErrorCode[] = [
+  'MAILBOX_TITLE_TAKEN', 'MAILBOX_LIMIT_REACHED', 'MAILBOX_CREATION_LIMIT_REACHED', 'MAILBOX_CREATION_NOT_ALLOWED', 'EMAIL_NOT_READY',
+  'EMAIL_USERNAME_INVALID', 'EMAIL_USERNAME_RESERVED', 'EMAIL_ADDRESS_TAKEN', 'EMAIL_DOMAIN_NOT_AVAILABLE', 'IDEMPOTENCY_KEY_CONFLICT',
+];
+export const UPDATE_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_TITLE_TAKEN', 'MAILBOX_METADATA_CONFLICT', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED'];
+export const DELETE_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_DELETE_BLOCKED', 'MAILBOX_DELETE_CONFIRMATION_MISMATCH', 'BUCKET_PUBLISHED'];
+export const ARCHIVE_CODES: ErrorCode[] = ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'BUCKET_PUBLISHED'];
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, booleanQuery, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
@@ -59,6 +71,8 @@ export function registerMailboxRoutesR(app: App) {
     '/mailboxes',
     {
       schema: {
+        operationId: 'listMailboxes',
+        response: responsesR({ 200: okR(MailboxList) }),
         tags,
         summary: 'List mailboxes (newest first) with counts',
         querystring: z.object({
@@ -88,7 +102,7 @@ export function registerMailboxRoutesR(app: App) {
     },
   );
 
-  app.post('/mailboxes', { schema: { tags, summary: 'Create a mailbox with its receiving address (never retried automatically)', body: createBody } }, async (req, reply) => {
+  app.post('/mailboxes', { schema: { operationId: 'createMailbox', response: responsesR({ 201: okR(MailboxOne) }, CREATE_CODES, { write: true }), tags, summary: 'Create a mailbox with its receiving address (never retried automatically)', body: createBody } }, async (req, reply) => {
     const b = req.body?.mailbox;
     const reason = reasonOf(req);
     const { mailbox, perms, access } = await createMailbox(req.ctx, {
@@ -104,13 +118,13 @@ export function registerMailboxRoutesR(app: App) {
     return reply.code(201).send({ success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } });
   });
 
-  app.get('/mailboxes/:mailbox_id', { schema: { tags, summary: 'Read a mailbox (never changes it)', params: mailboxIdParams, querystring: readQuery } }, async (req) => {
+  app.get('/mailboxes/:mailbox_id', { schema: { operationId: 'getMailbox', response: responsesR({ 200: okR(MailboxOne) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'Read a mailbox (never changes it)', params: mailboxIdParams, querystring: readQuery } }, async (req) => {
     reasonOf(req);
     const { mailbox, perms, access } = await loadMailbox(req.ctx, req.query.account_id, req.params.mailbox_id, 'read');
     return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
   });
 
-  app.patch('/mailboxes/:mailbox_id', { schema: { tags, summary: 'Update title, description or metadata', params: mailboxIdParams, querystring: readQuery, body: patchBody } }, async (req) => {
+  app.patch('/mailboxes/:mailbox_id', { schema: { operationId: 'updateMailbox', response: responsesR({ 200: okR(MailboxOne) }, UPDATE_CODES, { write: true }), tags, summary: 'Update title, description or metadata', params: mailboxIdParams, querystring: readQuery, body: patchBody } }, async (req) => {
     const b = req.body.mailbox;
     const { mailbox, perms, access } = await updateMailbox(req.ctx, req.params.mailbox_id, {
       accountId: selector(req),
@@ -124,19 +138,19 @@ export function registerMailboxRoutesR(app: App) {
     return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
   });
 
-  app.delete('/mailboxes/:mailbox_id', { schema: { tags, summary: 'Delete an archived mailbox', params: mailboxIdParams, querystring: deleteQuery, body: deleteBody } }, async (req) => {
+  app.delete('/mailboxes/:mailbox_id', { schema: { operationId: 'deleteMailbox', response: responsesR({ 200: okR(Deleted) }, DELETE_CODES, { write: true }), tags, summary: 'Delete an archived mailbox', params: mailboxIdParams, querystring: deleteQuery, body: deleteBody } }, async (req) => {
     const confirmation = req.body?.confirmation ?? req.query.confirmation;
     if (confirmation === undefined) throw invalidArgument('confirmation', 'is required; use delete.confirmation from a mailbox read');
     const result = await deleteMailbox(req.ctx, req.params.mailbox_id, { accountId: selector(req), confirmation, reason: reasonOf(req) });
     return { success: true, data: result };
   });
 
-  app.post('/mailboxes/:mailbox_id/archive', { schema: { tags, summary: 'Archive (read-only; files and emails kept)', params: mailboxIdParams, querystring: readQuery, body: actionBody } }, async (req) => {
+  app.post('/mailboxes/:mailbox_id/archive', { schema: { operationId: 'archiveMailbox', response: responsesR({ 200: okR(MailboxOne) }, ARCHIVE_CODES, { write: true }), tags, summary: 'Archive (read-only; files and emails kept)', params: mailboxIdParams, querystring: readQuery, body: actionBody } }, async (req) => {
     const { mailbox, perms, access } = await archiveMailbox(req.ctx, req.params.mailbox_id, { accountId: selector(req), reason: reasonOf(req) });
     return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
   });
 
-  app.post('/mailboxes/:mailbox_id/unarchive', { schema: { tags, summary: 'Unarchive (mailbox-admin)', params: mailboxIdParams, querystring: readQuery, body: actionBody } }, async (req) => {
+  app.post('/mailboxes/:mailbox_id/unarchive', { schema: { operationId: 'unarchiveMailbox', response: responsesR({ 200: okR(MailboxOne) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_NOT_ARCHIVED', 'MAILBOX_TITLE_TAKEN'], { write: true }), tags, summary: 'Unarchive (mailbox-admin)', params: mailboxIdParams, querystring: readQuery, body: actionBody } }, async (req) => {
     const { mailbox, perms, access } = await unarchiveMailbox(req.ctx, req.params.mailbox_id, { accountId: selector(req), reason: reasonOf(req) });
     return { success: true, data: { mailbox: presentMailbox(req.ctx, mailbox, perms, access) } };
   });

@@ -78,7 +78,8 @@ async function lockBillingGroup(trx: Kysely<DB>, ctx: RequestCtx, groupId: strin
 export async function createMailbox(ctx: RequestCtx, input: CreateMailboxInput): Promise<LoadedMailbox> {
   const access = await selectAccount(ctx.db, ctx.credential, input.accountId);
   assertMutable(access);
-  if (!access.permissions.write || ctx.credential.mailboxAccess !== 'all') throw new AppError('MAILBOX_CREATION_NOT_ALLOWED');
+  // A collaborator limited to chosen mailboxes could not see what they created.
+  if (!access.permissions.write || ctx.credential.mailboxAccess !== 'all' || access.mailboxLimit) throw new AppError('MAILBOX_CREATION_NOT_ALLOWED');
   const f = input.field;
   const title = cleanTitle(input.title, `${f}.title`);
   const description = cleanDescription(input.description, `${f}.description`);

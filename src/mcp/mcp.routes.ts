@@ -13,6 +13,7 @@ import { mailboxTools } from './tools.mailboxes.ts';
 import { fileTools } from './tools.files.ts';
 import { emailTools } from './tools.emails.ts';
 import { siteTools } from './tools.sites.ts';
+import { searchTools } from './tools.search.ts';
 
 // The hosted tool endpoint: MCP over stateless streamable HTTP at /mcp. Every request is
 // authenticated like an API call (an API key or an OAuth access token for this resource),
@@ -28,6 +29,7 @@ function buildServer(ctx: RequestCtx): McpServer {
   fileTools(server, ctx);
   emailTools(server, ctx);
   siteTools(server, ctx);
+  searchTools(server, ctx);
   return server;
 }
 

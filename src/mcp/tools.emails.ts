@@ -35,6 +35,7 @@ export function emailTools(server: McpServer, ctx: RequestCtx): void {
       read: z.boolean().optional(),
       has_attachments: z.boolean().optional(),
       conversation_id: z.string().max(100).optional(),
+      q: z.string().max(1000).optional().describe('Search syntax, as the search tool: words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:'),
       limit: z.number().int().min(1).max(100).optional(),
       cursor: z.string().max(2048).optional(),
     },
@@ -54,6 +55,7 @@ export function emailTools(server: McpServer, ctx: RequestCtx): void {
         read: a.read,
         hasAttachments: a.has_attachments,
         conversationId: a.conversation_id,
+        q: a.q,
       });
       return { emails: await presentSummaries(c.db, p.items, viewerOf(c)), pagination: p.pagination };
     },

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { okR, responsesR } from '../http/contract.ts';
+import { EmailSummaryOne } from '../emails/emails.responses.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { writeBody } from '../http/schemas.ts';
@@ -32,6 +34,12 @@ export function registerSendRoutesR(app: App) {
       // the wire. The service then checks the decoded sizes and answers EMAIL_BODY_TOO_LARGE.
       bodyLimit: SEND_BODY_LIMIT,
       schema: {
+        operationId: 'sendEmail',
+        response: responsesR({ 202: okR(EmailSummaryOne) }, [
+          'MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_FILE_NOT_FOUND', 'EMAIL_NOT_FOUND', 'EMAIL_SENDING_DISABLED', 'EMAIL_RECIPIENT_REQUIRED', 'EMAIL_TOO_MANY_RECIPIENTS', 'EMAIL_BODY_TOO_LARGE',
+          'EMAIL_ATTACHMENTS_TOO_LARGE', 'EMAIL_REPLY_TARGET_INVALID', 'EMAIL_RECIPIENT_NOT_ALLOWED', 'EMAIL_RECIPIENT_UNAUTHENTICATED', 'EMAIL_RECIPIENT_PLAN_REQUIRED',
+          'EMAIL_SEND_LIMIT_REACHED', 'EMAIL_SEND_RATE_LIMITED', 'EMAIL_WITHHELD', 'EMAIL_LABELING_PENDING',
+        ], { write: true, describe: { 202: 'Accepted: the sent email with delivery.status queued; delivery happens in the background' } }),
         tags: ['emails'],
         summary: 'Send an email or a reply (write permission); 202 with the sent email, delivery.status queued. No idempotency key: after an unknown result, list direction=sent before sending again',
         params: z.object({ mailbox_id: z.string().min(1).max(100) }),

@@ -20,6 +20,7 @@ import { assertSendRate, takeRecipientAllowance } from './allowance.ts';
 import { storeSentEmail } from './store-sent.ts';
 import { queueOutbound } from './queue.ts';
 import { deliverySummary } from './deliver.ts';
+import { assertEmailVerified } from '../accounts/signup.service.ts';
 
 export const MAX_RECIPIENTS = 10;
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -57,6 +58,7 @@ export async function sendEmail(ctx: RequestCtx, input: SendInput): Promise<Emai
   assertMutable(access);
   const blocked = sendingBlockedReason(mailbox, access.account);
   if (blocked) throw new AppError('EMAIL_SENDING_DISABLED', `This mailbox cannot send email (${blocked}).`, { reason: blocked });
+  await assertEmailVerified(ctx.db, ctx.credential.user.id);
   for (const field of ['text', 'html'] as const) {
     const bytes = Buffer.byteLength(input[field] ?? '', 'utf8');
     if (bytes > MAX_BODY_BYTES) throw new AppError('EMAIL_BODY_TOO_LARGE', `${field} is ${bytes} bytes; at most ${MAX_BODY_BYTES}.`, { field, byte_size: bytes, max_bytes: MAX_BODY_BYTES });

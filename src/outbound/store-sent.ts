@@ -5,6 +5,8 @@ import type { PlanLimits } from '../accounts/plans.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { ParsedEmail } from '../inbound/parse-types.ts';
 import { MailboxChange } from '../files/mailbox-change.ts';
+import { searchIndex } from '../search/search-index.ts';
+import { emailDocsFor } from '../search/documents.ts';
 import { writeFileVersion, type GroupUsage } from '../files/files.write.ts';
 import { emailDirectory } from '../inbound/layout.ts';
 import { iso } from '../time.ts';
@@ -75,6 +77,7 @@ export async function storeSentEmail(deps: AppDeps, trx: Kysely<DB>, actor: Acto
     delivery: JSON.stringify(s.delivery), created_at: at,
   };
   await trx.insertInto('emails').values(row).execute();
+  await searchIndex(deps).putEmails(trx, await emailDocsFor(trx, [row]));
   await change.commit();
   await trx.updateTable('mailboxes').set({ email_seq: seq }).where('id', '=', s.mailboxId).execute();
   return row;

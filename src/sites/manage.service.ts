@@ -93,7 +93,7 @@ export async function listPublications(ctx: RequestCtx, input: { accountId?: str
     .selectAll('publications')
     .where('publications.account_id', '=', access.account.id)
     .where('mailboxes.deleted_at', 'is', null);
-  const visible = visibleMailboxIds(ctx.credential);
+  const visible = visibleMailboxIds(ctx.credential, access);
   if (visible !== null) q = visible.length ? q.where('publications.mailbox_id', 'in', visible) : q.where(sql<SqlBool>`1 = 0`);
   if (input.bucketId) q = q.where('publications.mailbox_id', '=', input.bucketId);
   if (input.kind) q = q.where('publications.kind', '=', input.kind);

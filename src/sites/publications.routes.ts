@@ -12,9 +12,16 @@ import { findPublication } from './publications.repo.ts';
 import { presentPublication, publicUrlOf } from './publications.present.ts';
 import { hostLabel } from './urls.ts';
 import type { PublishBody } from './request.ts';
+import { okA, responsesA } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { BucketPublications, PublicationList, PublicationOne, SlugRenamed } from './publications.responses.ts';
+
+const PUBLISH_CODES: ErrorCode[] = [
+  'MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'WEBSITE_PUBLISHING_DISABLED', 'PUBLICATION_UPGRADE_REQUIRED', 'SITE_SLUG_TAKEN', 'SITE_LIMIT_REACHED', 'BUCKET_PUBLISHED',
+];
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
-const tags = ['publication'];
+const tags = ['publications'];
 const idParams = z.object({ id: z.string().min(1).max(100).describe('bkt_… id') });
 const readQuery = z.object({ account_id: accountIdField });
 
@@ -47,6 +54,8 @@ export function registerPublicationRoutesA(app: App) {
       path,
       {
         schema: {
+          operationId: kind === 'main' ? 'publishBucket' : 'publishBucketPreview',
+          response: responsesA({ 202: okA(PublicationOne) }, PUBLISH_CODES, { write: true, describe: { 202: 'Queued; poll the publication until publish_state is ready or failed' } }),
           tags,
           summary: kind === 'main' ? 'Publish the bucket as a website (202; poll the publication until ready or failed)' : 'Publish a public 24-hour preview at preview-<slug> (202)',
           params: idParams,
@@ -60,7 +69,7 @@ export function registerPublicationRoutesA(app: App) {
     );
     app.delete(
       path,
-      { schema: { tags, summary: kind === 'main' ? 'Unpublish the website (202: unpublishing, then unpublished)' : 'Take the preview down (202)', params: idParams, querystring: z.object({ account_id: accountIdField, reason: reasonField }), body: actionBody } },
+      { schema: { operationId: kind === 'main' ? 'unpublishBucket' : 'unpublishBucketPreview', response: responsesA({ 202: okA(PublicationOne) }, ['MAILBOX_NOT_FOUND', 'PUBLICATION_NOT_FOUND'], { write: true }), tags, summary: kind === 'main' ? 'Unpublish the website (202: unpublishing, then unpublished)' : 'Take the preview down (202)', params: idParams, querystring: z.object({ account_id: accountIdField, reason: reasonField }), body: actionBody } },
       async (req, reply) => {
         const p = await requestUnpublish(req.ctx, req.params.id, selector(req), kind, reasonOf(req));
         return reply.code(202).send({ data: { publication: presentPublication(req.ctx, p, { owner: true }) } });
@@ -68,12 +77,12 @@ export function registerPublicationRoutesA(app: App) {
     );
   }
 
-  app.post('/buckets/:id/publication/retry', { schema: { tags, summary: 'Requeue a failed build with the saved request (202)', params: idParams, body: actionBody } }, async (req, reply) => {
+  app.post('/buckets/:id/publication/retry', { schema: { operationId: 'retryBucketPublication', response: responsesA({ 202: okA(PublicationOne) }, [...PUBLISH_CODES, 'PUBLICATION_NOT_FOUND', 'PUBLICATION_NOT_RETRYABLE'], { write: true }), tags, summary: 'Requeue a failed build with the saved request (202)', params: idParams, body: actionBody } }, async (req, reply) => {
     const p = await retryPublish(req.ctx, req.params.id, selector(req), reasonOf(req));
     return reply.code(202).send({ data: { publication: presentPublication(req.ctx, p, { owner: true }) } });
   });
 
-  app.get('/buckets/:id/publication', { schema: { tags, summary: "The bucket's website and preview publications (null when none)", params: idParams, querystring: readQuery } }, async (req) => {
+  app.get('/buckets/:id/publication', { schema: { operationId: 'getBucketPublication', response: responsesA({ 200: okA(BucketPublications) }, ['MAILBOX_NOT_FOUND']), tags, summary: "The bucket's website and preview publications (null when none)", params: idParams, querystring: readQuery } }, async (req) => {
     const { perms } = await loadMailbox(req.ctx, req.query.account_id, req.params.id, 'read');
     const main = await findPublication(req.ctx.db, req.params.id, 'main');
     const preview = await findPublication(req.ctx.db, req.params.id, 'preview');
@@ -82,7 +91,7 @@ export function registerPublicationRoutesA(app: App) {
 
   app.patch(
     '/buckets/:id/custom_domains/public_slug',
-    { schema: { tags, summary: 'Rename the managed website slug (the old address stops answering)', params: idParams, body: writeBody({ public_slug: z.string().max(100).optional(), slug: z.string().max(100).optional() }) } },
+    { schema: { operationId: 'renameBucketPublicSlug', response: responsesA({ 200: okA(SlugRenamed) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'SITE_SLUG_TAKEN', 'WEBSITE_PUBLISHING_DISABLED'], { write: true }), tags, summary: 'Rename the managed website slug (the old address stops answering)', params: idParams, body: writeBody({ public_slug: z.string().max(100).optional(), slug: z.string().max(100).optional() }) } },
     async (req) => {
       const raw = req.body.public_slug ?? req.body.slug;
       if (raw === undefined) throw invalidArgument('public_slug', 'is required');
@@ -103,6 +112,8 @@ export function registerPublicationRoutesA(app: App) {
     '/publications',
     {
       schema: {
+        operationId: 'listPublications',
+        response: responsesA({ 200: okA(PublicationList) }, ['MAILBOX_NOT_FOUND']),
         tags,
         summary: 'List publications (newest first)',
         querystring: z.object({
@@ -122,7 +133,7 @@ export function registerPublicationRoutesA(app: App) {
     },
   );
 
-  app.get('/publications/:id', { schema: { tags, summary: 'Read a publication: publish_state, publish_error, and for the owner the password or share text once ready', params: z.object({ id: z.string().min(1).max(100).describe('pub_… id') }), querystring: readQuery } }, async (req) => {
+  app.get('/publications/:id', { schema: { operationId: 'getPublication', response: responsesA({ 200: okA(PublicationOne) }, ['PUBLICATION_NOT_FOUND']), tags, summary: 'Read a publication: publish_state, publish_error, and for the owner the password or share text once ready', params: z.object({ id: z.string().min(1).max(100).describe('pub_… id') }), querystring: readQuery } }, async (req) => {
     const { publication, perms } = await loadPublication(req.ctx, req.query.account_id, req.params.id);
     return { data: { publication: presentPublication(req.ctx, publication, { owner: perms.write }) } };
   });

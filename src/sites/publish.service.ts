@@ -15,6 +15,7 @@ import { resolveSettings, type PublishBody, type Settings } from './request.ts';
 import { generatePassword, openPassword, sealPassword } from './secrets.ts';
 import { countLiveSites, findPublication, isLive, publicationById } from './publications.repo.ts';
 import { sitesChanged } from './changes.ts';
+import { assertEmailVerified } from '../accounts/signup.service.ts';
 import type { PublicationKind, PublicationsTable } from './sites.schema.ts';
 
 // Publish and preview requests: check, settle the slug and settings, and queue a build in the same
@@ -60,6 +61,7 @@ export async function requestPublish(ctx: RequestCtx, bucketId: string, accountS
   assertMutable(loaded.access);
   if (loaded.mailbox.archived_at) throw new AppError('MAILBOX_ARCHIVED', undefined, { mailbox_id: bucketId });
   assertPublishingEnabled(loaded.access);
+  await assertEmailVerified(ctx.db, ctx.credential.user.id);
   const existing = await findPublication(ctx.db, bucketId, kind);
   const settings = resolveSettings(body, existing, JSON.parse(loaded.mailbox.metadata), kind);
   const plan = loaded.access.account.plan;

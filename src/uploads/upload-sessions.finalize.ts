@@ -8,6 +8,7 @@ import { recordActivity } from '../activity/activity.service.ts';
 import { loadMailbox, type LoadedMailbox } from '../mailboxes/mailboxes.service.ts';
 import { MailboxChange } from '../files/mailbox-change.ts';
 import { deleteFileVersion, writeFileVersion } from '../files/files.write.ts';
+import { queueExtraction } from '../search/queue-extraction.ts';
 import { groupUsage } from '../files/files.repo.ts';
 import { cleanPath } from '../files/paths.ts';
 import { ensureUploaded } from '../files/direct-uploads.service.ts';
@@ -120,6 +121,7 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
     }
     if (opts.final) remaining += await countPruneCandidates(trx, s);
     if (change.hasChanges) {
+      await queueExtraction(trx, ctx.dialect, now, change.written);
       await trx.updateTable('mailboxes').set({ storage_bytes: change.currentStorage, files_count: change.currentFiles, updated_at: at }).where('id', '=', s.mailbox_id).execute();
       await recordActivity(trx, ctx.actor, now, { accountId: s.account_id, action: 'upload_session.save', targetType: 'upload_session', targetId: s.id, reason: opts.reason });
     }

@@ -6,6 +6,12 @@ import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
 import { createUploadSession, MAX_FILES_PER_CALL, MAX_SESSION_FILES, requestUploads } from './upload-sessions.service.ts';
 import { finalizeBatch, finalizeSession, MAX_BATCH } from './upload-sessions.finalize.ts';
 import { sessionResponse, type SessionResult } from './upload-sessions.present.ts';
+import { okA, okR, responsesA, responsesR, type Success } from '../http/contract.ts';
+import type { ErrorCode } from '../errors.ts';
+import { UploadSessionResultA, UploadSessionResultR } from './upload-sessions.responses.ts';
+import { WRITE_FILE_CODES } from '../files/files.routes.ts';
+
+const SESSION_CODES: ErrorCode[] = [...WRITE_FILE_CODES, 'UPLOAD_SESSION_NOT_FOUND', 'UPLOAD_SESSION_CLOSED'];
 
 // Batch uploads on both surfaces: the same service functions; surface R answers
 // {success, data}, surface A {data} with the session also under `upload_session` and
@@ -58,11 +64,17 @@ function register(app: App, surface: Surface) {
   const one = surface === 'R' ? `${base}/:session_id` : `${base}/:session`;
   const params = surface === 'R' ? rParams : aParams;
   const sessionParams = surface === 'R' ? rSession : aSession;
+  const ok = (statuses: number[], describe: Record<number, string> = {}) => {
+    const body = surface === 'R' ? okR(UploadSessionResultR) : okA(UploadSessionResultA);
+    const success: Record<number, Success> = Object.fromEntries(statuses.map((st) => [st, body]));
+    return (surface === 'R' ? responsesR : responsesA)(success, SESSION_CODES, { write: true, describe });
+  };
+  const op = (name: string) => (surface === 'R' ? name : name.replace('UploadSession', 'BucketUploadSession'));
   const ids = (p: any) => ({ mailboxId: (surface === 'R' ? p.mailbox_id : p.id) as string, sessionId: (surface === 'R' ? p.session_id : p.session) as string });
 
   app.post(
     base,
-    { schema: { tags, summary: 'Start a batch upload; locks the mailbox for other writes (201; 200 for a pending session with the same client_session_key)', params, body: writeBody(createFields).nullish() } },
+    { schema: { tags, operationId: op('createUploadSession'), response: ok([201, 200], { 201: 'Session started', 200: 'The pending session with this client_session_key' }), summary: 'Start a batch upload; locks the mailbox for other writes (201; 200 for a pending session with the same client_session_key)', params, body: writeBody(createFields).nullish() } },
     async (req, reply) => {
       const b = req.body ?? {};
       const r = await createUploadSession(req.ctx, {
@@ -80,7 +92,7 @@ function register(app: App, surface: Surface) {
 
   app.post(
     `${one}/uploads`,
-    { schema: { tags, summary: 'Declare up to 100 files: an upload URL and headers for each, or a skip for identical content', params: sessionParams, body: uploadsBody } },
+    { schema: { tags, operationId: op('requestUploadSessionUploads'), response: ok([201]), summary: 'Declare up to 100 files: an upload URL and headers for each, or a skip for identical content', params: sessionParams, body: uploadsBody } },
     async (req, reply) => {
       reasonOf(req);
       const files = req.body.files.map((f) => ({ ...f, name: f.name ?? f.filename }));
@@ -91,7 +103,7 @@ function register(app: App, surface: Surface) {
 
   app.post(
     `${one}/finalize_batch`,
-    { schema: { tags, summary: 'Save a bounded batch of uploaded files (default 12); never deletes. Missing bytes: DIRECT_UPLOAD_NOT_FOUND with details.path', params: sessionParams, body: batchBody } },
+    { schema: { tags, operationId: op('finalizeUploadSessionBatch'), response: ok([200, 202], { 202: 'Saved a batch; more work remains (Retry-After)' }), summary: 'Save a bounded batch of uploaded files (default 12); never deletes. Missing bytes: DIRECT_UPLOAD_NOT_FOUND with details.path', params: sessionParams, body: batchBody } },
     async (req, reply) => {
       const r = await finalizeBatch(req.ctx, { accountId: selector(req), ...ids(req.params), limit: req.body?.limit, reason: reasonOf(req) });
       return send(req, reply, surface, 200, r);
@@ -100,7 +112,7 @@ function register(app: App, surface: Surface) {
 
   app.post(
     `${one}/finalize`,
-    { schema: { tags, summary: 'Finish (complete=true: one mailbox version; 202 finalize_pending with Retry-After while work remains) or cancel (complete=false)', params: sessionParams, body: finalizeBody } },
+    { schema: { tags, operationId: op('finalizeUploadSession'), response: ok([200, 202], { 200: 'Finished or cancelled', 202: 'finalize_pending: call again after Retry-After' }), summary: 'Finish (complete=true: one mailbox version; 202 finalize_pending with Retry-After while work remains) or cancel (complete=false)', params: sessionParams, body: finalizeBody } },
     async (req, reply) => {
       const r = await finalizeSession(req.ctx, { accountId: selector(req), ...ids(req.params), complete: req.body?.complete, reason: reasonOf(req) });
       return send(req, reply, surface, 200, r);

@@ -49,13 +49,14 @@ export function dummyPasswordCheck(password: string): Promise<boolean> {
   return dummyHash.then((h) => verifyPassword(h, password));
 }
 
-export async function insertUser(db: Kysely<DB>, input: { email: string; name: string; passwordHash: string }, now: Date) {
+export async function insertUser(db: Kysely<DB>, input: { email: string; name: string; passwordHash: string; verified?: boolean }, now: Date) {
   const row = {
     id: newId('usr'),
     email: normalizeEmail(input.email),
     name: input.name.trim(),
     password_hash: input.passwordHash,
     two_factor_enabled: 0,
+    email_verified_at: input.verified === false ? null : iso(now),
     created_at: iso(now),
     updated_at: iso(now),
   };

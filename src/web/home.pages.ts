@@ -3,6 +3,7 @@ import type { AppDeps } from '../context.ts';
 import { html, layout, sendPage } from './html.ts';
 import { csrfToken, toSignIn } from './session.ts';
 import { listMailboxes, listMemberships } from './web.data.ts';
+import { searchForm } from './search.pages.ts';
 
 const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
 
@@ -28,6 +29,7 @@ export function registerHomePage(web: FastifyInstance, deps: AppDeps): void {
 </tr>`,
     );
     const body = html`<h1>Welcome, ${session.user.name}</h1>
+${searchForm()}
 <div class="card">
 <h2>Your accounts</h2>
 ${

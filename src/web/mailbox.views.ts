@@ -7,6 +7,7 @@ import type { StoredAuthResults } from '../inbound/authenticate.ts';
 import { formatTime, html, layout, type Html, type LayoutUser } from './html.ts';
 import { csrfInput } from './forms.ts';
 import type { EmailPage, TopFile, TopFolder } from './mailbox.data.ts';
+import { searchForm } from './search.pages.ts';
 
 // Mailbox and email pages. Everything from an email is untrusted: it only ever reaches the page
 // through `html` (escaped), the HTML body is never shown, and links are ours (signed downloads).
@@ -78,6 +79,7 @@ export function mailboxPage(p: MailboxPageInput): Html {
   ];
   const body = html`<p class="muted"><a href="/">Dashboard</a> / mailbox</p>
 <h1>${mailboxName(m)}${m.archived_at ? html` <span class="tag">archived</span>` : ''}</h1>
+${searchForm({ mailboxId: m.id })}
 <div class="card">
 <dl class="meta">
 <dt>Address</dt><dd>${m.address ? html`<code>${m.address}</code>` : html`<span class="muted">none</span>`}</dd>

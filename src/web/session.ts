@@ -28,12 +28,21 @@ declare module 'fastify' {
   }
 }
 
-export async function startSession(db: Kysely<DB>, userId: string, now: Date): Promise<{ token: string; expiresAt: string }> {
+export async function startSession(db: Kysely<DB>, userId: string, now: Date, meta: { userAgent?: string; ip?: string } = {}): Promise<{ token: string; expiresAt: string }> {
   const token = randomToken(TOKEN_LENGTH);
   const expiresAt = iso(now.getTime() + SESSION_TTL_MS);
   await db
     .insertInto('sessions')
-    .values({ id: newId('ses'), token_hash: sha256Hex(token), user_id: userId, created_at: iso(now), expires_at: expiresAt, last_seen_at: iso(now) })
+    .values({
+      id: newId('ses'),
+      token_hash: sha256Hex(token),
+      user_id: userId,
+      created_at: iso(now),
+      expires_at: expiresAt,
+      last_seen_at: iso(now),
+      user_agent: meta.userAgent?.slice(0, 300) ?? null,
+      ip: meta.ip ?? null,
+    })
     .execute();
   return { token, expiresAt };
 }

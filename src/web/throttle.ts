@@ -9,6 +9,11 @@ import { iso } from '../time.ts';
 // same attempts. A refused attempt is not recorded (and checks no password), so a blocked
 // client's window ends on time instead of sliding forward.
 //
+// Refusals are keyed by the client: failures per (email, client address) and per client
+// address. Failures for an email from everywhere only slow sign-in down (a progressive delay
+// before the password is checked), never refuse it: otherwise anyone could lock the owner
+// of an address out from every network by sending five wrong passwords.
+//
 // An attempt is recorded (as a failure) before its password is checked and the limits are
 // checked again with it counted (`claimSignIn`): otherwise guesses sent at once all pass the
 // first check while the earlier ones are still being hashed.
@@ -17,9 +22,14 @@ import { iso } from '../time.ts';
 // can equal (a colon is not allowed in the addresses we accept).
 
 export const THROTTLE_WINDOW_MS = 15 * 60 * 1000;
+/** Failures for one email from one client before that client is refused for that email. */
 export const MAX_FAILURES_PER_EMAIL = 5;
 export const MAX_FAILURES_PER_IP = 20;
 export const MAX_SIGN_UPS_PER_IP = 10;
+/** Failures for one email from all clients before each further attempt is delayed. */
+export const EMAIL_DELAY_AFTER = 5;
+const EMAIL_DELAY_BASE_MS = 250;
+export const EMAIL_DELAY_MAX_MS = 5_000;
 const SIGN_UP_MARKER = 'signup:';
 // Rows are kept a day for investigation, then swept.
 const KEEP_MS = 24 * 60 * 60 * 1000;
@@ -43,17 +53,26 @@ function retryAfter(newestFirst: string[], limit: number, now: Date): number | n
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** Failures in `newestFirst` (newest first) since the most recent success. */
+function failuresSinceSuccess<T extends { created_at: string; succeeded: number }>(newestFirst: T[]): string[] {
+  const lastSuccess = newestFirst.findIndex((r) => r.succeeded === 1);
+  return (lastSuccess === -1 ? newestFirst : newestFirst.slice(0, lastSuccess)).map((r) => r.created_at);
+}
+
 /**
- * Seconds to wait before another sign-in attempt for this email or from this client, or null.
- * Per email, failures since the last successful sign-in count; per client, all failures.
+ * Seconds to wait before another sign-in attempt for this email from this client, or null.
+ * Per (email, client), failures since the last successful sign-in from that client count; per
+ * client, all failures. Failures from other clients never refuse (see `emailDelayMs`).
  */
 export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string, now: Date, own = 0): Promise<number | null> {
   const since = iso(now.getTime() - THROTTLE_WINDOW_MS);
-  const [byEmail, byIp] = await Promise.all([
+  const client = clientKey(ip);
+  const [byPair, byIp] = await Promise.all([
     db
       .selectFrom('sign_in_attempts')
       .select(['created_at', 'succeeded'])
       .where('email', '=', normalizeEmail(email))
+      .where('ip', '=', client)
       .where('created_at', '>', since)
       .orderBy('created_at', 'desc')
       .limit(MAX_FAILURES_PER_EMAIL * 4 + own)
@@ -61,7 +80,7 @@ export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string
     db
       .selectFrom('sign_in_attempts')
       .select('created_at')
-      .where('ip', '=', clientKey(ip))
+      .where('ip', '=', client)
       .where('succeeded', '=', 0)
       .where('email', '<>', SIGN_UP_MARKER)
       .where('created_at', '>', since)
@@ -69,28 +88,52 @@ export async function signInRetryAfter(db: Kysely<DB>, email: string, ip: string
       .limit(MAX_FAILURES_PER_IP + own)
       .execute(),
   ]);
-  const lastSuccess = byEmail.findIndex((r) => r.succeeded === 1);
-  const emailFailures = (lastSuccess === -1 ? byEmail : byEmail.slice(0, lastSuccess)).map((r) => r.created_at);
-  const waits = [retryAfter(emailFailures, MAX_FAILURES_PER_EMAIL + own, now), retryAfter(byIp.map((r) => r.created_at), MAX_FAILURES_PER_IP + own, now)];
+  const waits = [retryAfter(failuresSinceSuccess(byPair), MAX_FAILURES_PER_EMAIL + own, now), retryAfter(byIp.map((r) => r.created_at), MAX_FAILURES_PER_IP + own, now)];
   const blocked = waits.filter((w): w is number => w !== null);
   return blocked.length ? Math.max(...blocked) : null;
 }
 
 /**
- * Records a sign-in attempt as failed before its password is checked, then checks the limits
- * with it counted. Returns the attempt's id to settle with `attemptSucceeded`, or the seconds to
- * wait (the attempt is then removed again, as if never made). Attempts racing for the last
- * places may all be refused, never all admitted.
+ * How long to hold a sign-in for this email before checking its password: nothing until
+ * EMAIL_DELAY_AFTER failures from all clients since the last success, then doubling with each
+ * failure up to EMAIL_DELAY_MAX_MS. A slowdown, never a refusal.
  */
-export async function claimSignIn(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<{ id: string } | { wait: number }> {
+export async function emailDelayMs(db: Kysely<DB>, email: string, now: Date): Promise<number> {
+  const rows = await db
+    .selectFrom('sign_in_attempts')
+    .select(['created_at', 'succeeded'])
+    .where('email', '=', normalizeEmail(email))
+    .where('created_at', '>', iso(now.getTime() - THROTTLE_WINDOW_MS))
+    .orderBy('created_at', 'desc')
+    .limit(EMAIL_DELAY_AFTER + 16)
+    .execute();
+  const over = failuresSinceSuccess(rows).length - EMAIL_DELAY_AFTER;
+  return over < 0 ? 0 : Math.min(EMAIL_DELAY_MAX_MS, EMAIL_DELAY_BASE_MS * 2 ** over);
+}
+
+/**
+ * Records a sign-in attempt as failed before its password is checked, then checks the limits
+ * with it counted. Returns the attempt's id to settle with `attemptSucceeded` and the delay to
+ * hold before checking the password, or the seconds to wait (the attempt is then removed
+ * again, as if never made). Attempts racing for the last places may all be refused, never all
+ * admitted.
+ */
+export async function claimSignIn(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<{ id: string; delayMs: number } | { wait: number }> {
   const wait = await signInRetryAfter(db, email, ip, now);
   if (wait !== null) return { wait };
+  // Measured before this attempt is counted: the first failure past the threshold is delayed.
+  const delayMs = await emailDelayMs(db, email, now);
   const id = randomUUID();
   await db.insertInto('sign_in_attempts').values({ id, email: normalizeEmail(email), ip: clientKey(ip), succeeded: 0, created_at: iso(now) }).execute();
   const over = await signInRetryAfter(db, email, ip, now, 1);
-  if (over === null) return { id };
+  if (over === null) return { id, delayMs };
   await db.deleteFrom('sign_in_attempts').where('id', '=', id).execute();
   return { wait: over };
+}
+
+/** Records a failed second-factor code as a failed sign-in of that email from that client. */
+export async function recordSignInFailure(db: Kysely<DB>, email: string, ip: string, now: Date): Promise<void> {
+  await db.insertInto('sign_in_attempts').values({ id: randomUUID(), email: normalizeEmail(email), ip: clientKey(ip), succeeded: 0, created_at: iso(now) }).execute();
 }
 
 /** Marks a claimed sign-in (or sign-up) attempt as successful. */

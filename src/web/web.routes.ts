@@ -10,7 +10,9 @@ import { registerAuthPages } from './auth.pages.ts';
 import { registerHomePage } from './home.pages.ts';
 import { registerKeyPages } from './keys.pages.ts';
 import { registerMailboxPages } from './mailbox.pages.ts';
+import { registerSearchPage } from './search.pages.ts';
 import { registerAgentAccessPages } from '../agent-auth/agent-access.ts';
+import { registerAccountPages } from './account/routes.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
 export const CSRF_COOKIE = 'cubby_csrf';
@@ -66,7 +68,9 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerHomePage(web, deps);
     registerKeyPages(web, deps);
     registerMailboxPages(web, deps);
+    registerSearchPage(web, deps);
     registerAgentAccessPages(web, deps);
+    registerAccountPages(web, deps);
   });
 }
 

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { Deleted, okR, responsesR } from '../http/contract.ts';
+import { DeliveryList, WebhookOne } from './webhooks.responses.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
@@ -17,7 +19,7 @@ const readQuery = z.object({ account_id: accountIdField, reason: reasonField });
 export function registerWebhookRoutesR(app: App) {
   app.get(
     '/mailboxes/:mailbox_id/email/webhook',
-    { schema: { tags, summary: 'Read the webhook (object or null); the signing secret is never returned (mailbox-admin)', params, querystring: readQuery } },
+    { schema: { operationId: 'getEmailWebhook', response: responsesR({ 200: okR(WebhookOne) }, ['MAILBOX_NOT_FOUND']), tags, summary: 'Read the webhook (object or null); the signing secret is never returned (mailbox-admin)', params, querystring: readQuery } },
     async (req) => {
       reasonOf(req);
       const w = await getWebhook(req.ctx, req.query.account_id, req.params.mailbox_id);
@@ -29,6 +31,8 @@ export function registerWebhookRoutesR(app: App) {
     '/mailboxes/:mailbox_id/email/webhook',
     {
       schema: {
+        operationId: 'setEmailWebhook',
+        response: responsesR({ 200: okR(WebhookOne) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'INVALID_EMAIL_WEBHOOK'], { write: true }),
         tags,
         summary: 'Set the webhook URL (public HTTPS); signing_secret is returned once, for a new URL or rotate_secret=true, and waiting deliveries are cancelled (mailbox-admin)',
         params,
@@ -52,7 +56,7 @@ export function registerWebhookRoutesR(app: App) {
 
   app.delete(
     '/mailboxes/:mailbox_id/email/webhook',
-    { schema: { tags, summary: 'Remove the webhook and cancel queued deliveries; 200 also when none is set (mailbox-admin)', params, querystring: readQuery, body: writeBody({}).nullish() } },
+    { schema: { operationId: 'deleteEmailWebhook', response: responsesR({ 200: okR(Deleted) }, ['MAILBOX_NOT_FOUND'], { write: true }), tags, summary: 'Remove the webhook and cancel queued deliveries; 200 also when none is set (mailbox-admin)', params, querystring: readQuery, body: writeBody({}).nullish() } },
     async (req) => {
       const result = await deleteWebhook(req.ctx, { accountId: selector(req), mailboxId: req.params.mailbox_id, reason: reasonOf(req) });
       return { success: true, data: result };
@@ -63,6 +67,8 @@ export function registerWebhookRoutesR(app: App) {
     '/mailboxes/:mailbox_id/email/webhook/deliveries',
     {
       schema: {
+        operationId: 'listEmailWebhookDeliveries',
+        response: responsesR({ 200: okR(DeliveryList) }, ['MAILBOX_NOT_FOUND']),
         tags,
         summary: 'Webhook deliveries, newest first, each with its attempts (status code, latency, error) (mailbox-admin)',
         params,

@@ -1,0 +1,231 @@
+// `npm run bench:search`: search latency over a seeded corpus, index size per email, and PDF
+// text-extraction throughput. In process, against the real database layer: the app boots with the
+// API role only (no worker), mailboxes are made through the mailbox service, and emails and file
+// texts are seeded through the store layer's own writers (email rows in batches, their search
+// documents through SearchIndex.putEmails, file texts through SearchIndex.putText), with text drawn
+// from a Zipf-distributed vocabulary. Then a two-word query (mid-frequency words) runs in one
+// mailbox and across all, on the first page and at cursor depth 1,000. Prints one JSON line.
+// Env: EMAILS (20000), FILES (2000), MAILBOXES (100), QUERIES (200), PDFS (20), PDF_PAGES (20),
+// BENCH_DATABASE_URL (postgres://… for Postgres, in a fresh schema), BENCH_SCRATCH.
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes, createHash } from 'node:crypto';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config.ts';
+import { createApp } from '../src/app.ts';
+import { registerUser } from '../src/accounts/accounts.service.ts';
+import { createApiKey } from '../src/auth/keys.service.ts';
+import { authenticateApiKey } from '../src/auth/credential.ts';
+import { createMailbox } from '../src/mailboxes/mailboxes.service.ts';
+import { searchIndex } from '../src/search/search-index.ts';
+import { emailDoc } from '../src/search/documents.ts';
+import { search } from '../src/search/search.service.ts';
+import { Extractor } from '../src/search/extract/extract.ts';
+import type { RequestCtx } from '../src/context.ts';
+import type { EmailsTable } from '../src/db/schema.ts';
+import { newId } from '../src/ids.ts';
+import { gitCommit, log, makeRunDir, round } from './lib.ts';
+import { makePdf } from '../test/search-documents.ts';
+
+const EMAILS = Number(process.env.EMAILS ?? 20_000);
+const FILES = Number(process.env.FILES ?? 2_000);
+const MAILBOXES = Number(process.env.MAILBOXES ?? 100);
+const QUERIES = Number(process.env.QUERIES ?? 200);
+const PDFS = Number(process.env.PDFS ?? 20);
+const PDF_PAGES = Number(process.env.PDF_PAGES ?? 20);
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
+const GOAL = { one_mailbox_p99_ms: 50, all_mailboxes_p99_ms: 150 };
+
+// A vocabulary of pronounceable words; word i is drawn with probability ~ 1/(i+1) (Zipf).
+const syllables = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'te', 'vo', 'zi', 'pa', 'do', 'fe', 'gu', 'ha', 'ji', 'be'];
+const VOCAB = Array.from({ length: 8000 }, (_, i) => {
+  let w = '';
+  let n = i + 17;
+  while (n > 0) {
+    w += syllables[n % syllables.length];
+    n = Math.floor(n / syllables.length);
+  }
+  return w;
+});
+const cumulative: number[] = [];
+VOCAB.reduce((acc, _, i) => (cumulative.push(acc + 1 / (i + 1)), acc + 1 / (i + 1)), 0);
+const total = cumulative.at(-1)!;
+function word(): string {
+  const r = Math.random() * total;
+  let lo = 0;
+  let hi = cumulative.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cumulative[mid]! < r) lo = mid + 1;
+    else hi = mid;
+  }
+  return VOCAB[lo]!;
+}
+const words = (n: number) => Array.from({ length: n }, word).join(' ');
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0, 2);
+};
+
+async function time(fn: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+async function main() {
+  const dir = makeRunDir('search');
+  const schema = DATABASE_URL ? `bench_search_${randomBytes(4).toString('hex')}` : undefined;
+  const env: Record<string, string> = {
+    CUBBY_DATA_DIR: dir,
+    CUBBY_ROLES: 'api',
+    CUBBY_HTTP_PORT: '0',
+    CUBBY_LOG_LEVEL: 'silent',
+    CUBBY_SECRET_KEY: randomBytes(32).toString('hex'),
+    ...(DATABASE_URL ? { CUBBY_DATABASE_URL: DATABASE_URL, CUBBY_DATABASE_SCHEMA: schema! } : {}),
+  };
+  const app = createApp(loadConfig(env));
+  const { deps } = await app.start();
+  try {
+    const { user, account } = await registerUser(deps.db, { email: 'bench@example.com', password: 'a long bench password', name: 'Bench', plan: 'agency' as any }, new Date());
+    await deps.db.updateTable('accounts').set({ plan: 'pilot' as any }).where('id', '=', account.id).execute();
+    const key = await createApiKey(deps.db, { userId: user.id, accountId: account.id, scope: 'mailbox_admin' }, { userId: user.id, apiKeyId: null, agent: null, requestId: null }, new Date());
+    const credential = await authenticateApiKey(deps.db, key.token, { agent: null, client: null } as any, new Date());
+    const ctx: RequestCtx = { ...deps, credential, actor: { userId: user.id, apiKeyId: null, agent: null, requestId: null } };
+
+    log(`creating ${MAILBOXES} mailboxes`);
+    const boxes: string[] = [];
+    for (let i = 0; i < MAILBOXES; i++) boxes.push((await createMailbox(ctx, { title: `Bench ${i}`, field: 'mailbox' })).mailbox.id);
+
+    const sizeBefore = await indexBytes(deps);
+    log(`seeding ${EMAILS} emails`);
+    const seedStart = performance.now();
+    const index = searchIndex(deps);
+    const seqs = new Map<string, number>();
+    const BATCH = 1000;
+    for (let i = 0; i < EMAILS; i += BATCH) {
+      const rows: EmailsTable[] = [];
+      for (let j = i; j < Math.min(EMAILS, i + BATCH); j++) {
+        const mailbox = boxes[j % boxes.length]!;
+        const seq = (seqs.get(mailbox) ?? 0) + 1;
+        seqs.set(mailbox, seq);
+        const at = new Date(Date.UTC(2025, 0, 1) + j * 60_000).toISOString();
+        const from = `${word()}@${word()}.example`;
+        rows.push({
+          id: newId('eml'), mailbox_id: mailbox, account_id: account.id, seq, direction: 'received', conversation_id: `c${j}`, thread_key: null,
+          subject: words(6), subject_search: null, from_addresses: JSON.stringify([{ address: from, name: words(2) }]), sender_address: from,
+          to_addresses: JSON.stringify([{ address: `inbox${j % boxes.length}@mail.localhost`, name: null }]), cc_addresses: '[]', reply_to_addresses: '[]',
+          message_id: `<${j}@bench>`, in_reply_to: '[]', reference_ids: '[]', delivered_to: 'x', received_at: at, body_status: 'text', body_text: words(80 + (j % 120)),
+          attachment_count: 0, omitted_attachment_count: 0, attachments: '[]', size_bytes: 2000, raw_sha256: null, directory: null, raw_file_id: null, raw_version_id: null, json_file_id: null,
+          mail_from: null, client_ip: null, helo: null, auth_results: null, spam_flags: '[]', labeling: 'done', label: null, labeled_at: at, read_at: null, read_by_user_id: null, read_by_api_key_id: null, delivery: null, created_at: at,
+        } as EmailsTable);
+      }
+      await deps.db.transaction().execute(async (trx) => {
+        const per = Math.floor(20_000 / Object.keys(rows[0]!).length);
+        for (let k = 0; k < rows.length; k += per) await trx.insertInto('emails').values(rows.slice(k, k + per)).execute();
+        await index.putEmails(trx, rows.map((r) => emailDoc(r, [], new Map())));
+      });
+      if ((i / BATCH) % 10 === 0) log(`  ${i + rows.length} emails`);
+    }
+    const seedEmailsS = (performance.now() - seedStart) / 1000;
+
+    log(`seeding ${FILES} files with text`);
+    for (let i = 0; i < FILES; i += 500) {
+      await deps.db.transaction().execute(async (trx) => {
+        for (let j = i; j < Math.min(FILES, i + 500); j++) {
+          const text = words(300);
+          const sha = createHash('sha256').update(`${j}:${text}`).digest('hex');
+          const fileId = newId('df');
+          const versionId = newId('dfv');
+          const at = new Date().toISOString();
+          const mailbox = boxes[j % boxes.length]!;
+          await trx.insertInto('files').values({ id: fileId, mailbox_id: mailbox, account_id: account.id, path: `docs/f${j}.txt`, live_path: `docs/f${j}.txt`, folder: 'docs', basename: `f${j}.txt`, role: 'source', created_by_system: 'api', current_version_id: versionId, version_count: 1, read_at: null, read_by_user_id: null, read_by_api_key_id: null, created_by_user_id: null, created_by_api_key_id: null, created_by_agent: null, updated_by_user_id: null, updated_by_api_key_id: null, updated_by_agent: null, created_at: at, updated_at: at, deleted_at: null }).execute();
+          await trx.insertInto('file_versions').values({ id: versionId, file_id: fileId, mailbox_id: mailbox, version_number: 1, name: `f${j}.txt`, path: `docs/f${j}.txt`, mime_type: 'text/plain', sha256: sha, byte_size: text.length, reason: null, created_by_system: 'api', deleted: 0, mailbox_version_id: null, read_at: null, read_by_user_id: null, read_by_api_key_id: null, created_by_user_id: null, created_by_api_key_id: null, created_by_agent: null, created_at: at }).execute();
+          await index.putText(trx, { sha256: sha, status: 'done', text, pages: null, error: null, extractedAt: at });
+        }
+      });
+    }
+    const indexSize = (await indexBytes(deps)) - sizeBefore;
+
+    // Mid-frequency words: common enough to match many documents, rare enough to be a real query.
+    const pairs = Array.from({ length: QUERIES }, () => `${VOCAB[20 + Math.floor(Math.random() * 200)]} ${VOCAB[20 + Math.floor(Math.random() * 200)]}`);
+    // Deep paging needs 1,000+ matches: two of the most frequent words.
+    const commonPairs = Array.from({ length: QUERIES }, () => `${VOCAB[Math.floor(Math.random() * 6)]} ${VOCAB[Math.floor(Math.random() * 6)]}`);
+    const run = async (label: string, input: (q: string) => Parameters<typeof search>[1], depth: number) => {
+      const ms: number[] = [];
+      let hits = 0;
+      for (const q of depth ? commonPairs.slice(0, Math.max(5, Math.floor(QUERIES / 10))) : pairs) {
+        let cursor: string | undefined;
+        // Walk to the requested depth first (not timed), then time the page there.
+        for (let seen = 0; seen < depth; seen += 100) {
+          const p = await search(ctx, { ...input(q), limit: 100, cursor });
+          cursor = p.pagination.next_cursor ?? undefined;
+          if (!cursor) break;
+        }
+        if (depth && !cursor) continue;
+        ms.push(await time(async () => (hits += (await search(ctx, { ...input(q), cursor })).items.length)));
+      }
+      log(`${label}: ${ms.length} queries, p50 ${pct(ms, 50)} ms, p99 ${pct(ms, 99)} ms`);
+      return { queries: ms.length, p50_ms: pct(ms, 50), p99_ms: pct(ms, 99), mean_hits: round(hits / Math.max(1, ms.length), 1) };
+    };
+    const one = (q: string) => ({ q, mailboxId: boxes[0], kind: 'email' as const, limit: 20 });
+    const all = (q: string) => ({ q, limit: 20 });
+    const results = {
+      one_mailbox_first_page: await run('one mailbox, first page', one, 0),
+      all_mailboxes_first_page: await run('all mailboxes, first page', all, 0),
+      all_mailboxes_depth_1000: await run('all mailboxes, depth 1000', (q) => ({ q, kind: 'email' as const, limit: 20 }), 1000),
+    };
+
+    log(`extracting ${PDFS} PDFs of ${PDF_PAGES} pages`);
+    const extractor = new Extractor({ timeoutMs: 120_000, maxMemoryMb: 256 });
+    const pdfs = Array.from({ length: PDFS }, () => makePdf(...Array.from({ length: PDF_PAGES }, () => words(60))));
+    await extractor.extract('pdf', makePdf('warm up'));
+    const t = performance.now();
+    let pages = 0;
+    for (const p of pdfs) pages += (await extractor.extract('pdf', p)).pages ?? 0;
+    const pdfSeconds = (performance.now() - t) / 1000;
+    await extractor.close();
+
+    const out = {
+      bench: 'search',
+      commit: gitCommit(),
+      database: deps.dialect,
+      emails: EMAILS,
+      files: FILES,
+      mailboxes: MAILBOXES,
+      seed_emails_per_s: round(EMAILS / seedEmailsS, 0),
+      index_bytes_per_document: round(indexSize / (EMAILS + FILES), 0),
+      ...results,
+      pdf_pages_per_s: round(pages / pdfSeconds, 1),
+      goal: GOAL,
+    };
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+  } finally {
+    await app.stop();
+    if (schema) {
+      const c = new pg.Client({ connectionString: DATABASE_URL });
+      await c.connect();
+      await c.query(`drop schema if exists "${schema}" cascade`);
+      await c.end();
+    }
+    if (!process.env.KEEP_RUN_DIR) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Bytes the search tables take (SQLite: the database file's pages; Postgres: the relations). */
+async function indexBytes(deps: { db: any; dialect: string; config: { databaseUrl: string } }): Promise<number> {
+  if (deps.dialect === 'postgres') {
+    const r = await sql<{ n: string }>`select coalesce(sum(pg_total_relation_size(c.oid)), 0) as n from pg_class c join pg_namespace s on s.oid = c.relnamespace
+      where s.nspname = current_schema() and c.relkind = 'r' and c.relname in ('email_search_docs', 'blob_texts')`.execute(deps.db);
+    return Number(r.rows[0]!.n);
+  }
+  await sql`pragma wal_checkpoint(truncate)`.execute(deps.db);
+  // Only the index: the FTS5 shadow tables and the docs table (the text itself lives in emails).
+  const r = await sql<{ n: number }>`select coalesce(sum(pgsize), 0) as n from dbstat where name like 'email_fts%' or name like 'blob_text_fts%' or name like 'email_search_docs%'`.execute(deps.db).catch(() => null);
+  if (r) return Number(r.rows[0]!.n);
+  return fs.statSync(path.resolve(deps.config.databaseUrl.replace(/^sqlite:/, ''))).size;
+}
+
+await main();

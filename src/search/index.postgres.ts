@@ -1,0 +1,101 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import type { SearchQuery, Term } from './query.ts';
+import { contentTerms, normalizeText } from './query.ts';
+import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+
+// Postgres: tsvector columns with GIN indexes, in the configured text search configuration
+// (CUBBY_SEARCH_LANGUAGE). Text is reduced to letters and digits before to_tsvector, so that words
+// break where SQLite's tokenizer breaks them (Postgres would keep `bob@example.com` or `report.pdf`
+// whole). Field operators check one tsvector per field; the weighted `tsv` serves ranking and the GIN.
+
+const FIELD_COLUMN: Record<Exclude<Term['field'], 'any'>, string> = { subject: 'tsv_subject', from: 'tsv_sender', to: 'tsv_recipients', filename: 'tsv_names' };
+
+/** tsquery text for one term: quoted lexemes of letters and digits, joined by <-> for a phrase. */
+function tsTerm(t: Term): string {
+  return `(${t.words.map((w) => `'${w}'`).join(' <-> ')})`;
+}
+
+// Postgres refuses a tsvector over 1 MB, and text of random tokens can take 6 bytes of tsvector
+// per character: an email's fields together are cut to 160 Ki characters (names and addresses 10 Ki
+// each, body 80 Ki, attachment text 60 Ki), an extracted text to 150 Ki. (SQLite indexes up to
+// 256 Ki characters of each: see index.sqlite.ts.)
+const EMAIL_FIELD_CHARS = 10 * 1024;
+const BODY_CHARS = 80 * 1024;
+const ATTACHMENT_CHARS = 60 * 1024;
+const TEXT_CHARS = 150 * 1024;
+const prep = (s: string, max = EMAIL_FIELD_CHARS) => normalizeText(s.length > max ? s.slice(0, max) : s);
+
+export class PostgresSearchIndex implements SearchIndex {
+  private readonly cfg: RawBuilder<unknown>;
+
+  constructor(language: string) {
+    // Validated by the config schema as a plain identifier; bound as a value and cast, never spliced.
+    this.cfg = sql`${language}::regconfig`;
+  }
+
+  private vec(text: string, max?: number) {
+    return sql`to_tsvector(${this.cfg}, ${prep(text, max)})`;
+  }
+
+  private query(text: string) {
+    return sql`to_tsquery(${this.cfg}, ${text})`;
+  }
+
+  async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
+    for (const d of docs) {
+      const subject = this.vec(d.subject);
+      const sender = this.vec(d.sender);
+      const recipients = this.vec(d.recipients);
+      const names = this.vec(d.names);
+      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
+        values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
+          setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body, BODY_CHARS)} || ${this.vec(d.attachments, ATTACHMENT_CHARS)},
+          ${subject}, ${sender}, ${recipients}, ${names})
+        on conflict (email_id) do update set attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
+          tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.execute(db);
+    }
+  }
+
+  async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {
+    if (!emailIds.length) return;
+    await sql`delete from email_search_docs where email_id in (${sql.join(emailIds)})`.execute(db);
+  }
+
+  async putText(db: Kysely<DB>, r: TextRow): Promise<void> {
+    const tsv = r.text ? this.vec(r.text, TEXT_CHARS) : sql`null`;
+    await sql`insert into blob_texts (sha256, status, text, pages, error, extracted_at, tsv)
+      values (${r.sha256}, ${r.status}, ${r.text}, ${r.pages}, ${r.error}, ${r.extractedAt}, ${tsv})
+      on conflict (sha256) do update set status = excluded.status, text = excluded.text, pages = excluded.pages, error = excluded.error,
+        extracted_at = excluded.extracted_at, tsv = excluded.tsv`.execute(db);
+  }
+
+  /** The weighted-tsv query (every term, negatives as !) plus one condition per field term. */
+  private conditions(terms: Term[], fields: boolean) {
+    const pos = terms.filter((t) => !t.negated);
+    if (!pos.length) return null;
+    const all = [...pos.map(tsTerm), ...terms.filter((t) => t.negated && (!fields || t.field === 'any')).map((t) => `!${tsTerm(t)}`)].join(' & ');
+    const extra = fields
+      ? terms
+          .filter((t) => t.field !== 'any')
+          .map((t) => {
+            const hit = sql`${sql.ref(FIELD_COLUMN[t.field as keyof typeof FIELD_COLUMN])} @@ ${this.query(tsTerm(t))}`;
+            return t.negated ? sql`not (${hit})` : hit;
+          })
+      : [];
+    return { all: this.query(all), extra };
+  }
+
+  emailMatches(q: SearchQuery) {
+    const c = this.conditions(q.terms, true);
+    if (!c) return null;
+    const extra = c.extra.length ? sql` and ${sql.join(c.extra, sql` and `)}` : sql``;
+    return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra}`;
+  }
+
+  textMatches(q: SearchQuery) {
+    const c = this.conditions(contentTerms(q), false);
+    if (!c) return null;
+    return sql<{ sha256: string; rank: number }>`select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all}`;
+  }
+}

@@ -1,0 +1,77 @@
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import type { SearchQuery, Term } from './query.ts';
+import { contentTerms } from './query.ts';
+import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+
+/** Characters indexed per field (the stored text itself is kept whole). */
+const MAX_INDEXED_FIELD_CHARS = 256 * 1024;
+
+// SQLite: FTS5 tables without content of their own (the text lives in blob_texts and emails); their
+// rowids are the autoincrement doc_id of blob_texts / email_search_docs. Tokenizer: porter stemming
+// over unicode61 with diacritics folded.
+
+const COLUMN: Record<Term['field'], string | null> = { any: null, subject: 'subject', from: 'sender', to: 'recipients', filename: 'names' };
+
+/** `"w1 w2"` with an optional column filter. Words are letters and digits only: nothing to escape. */
+function phrase(t: Term, column: string | null): string {
+  const p = `"${t.words.join(' ')}"`;
+  return column ? `${column} : ${p}` : p;
+}
+
+/** An FTS5 MATCH expression: positives joined by AND, then NOT each negative; null if no positive. */
+function matchExpression(terms: Term[], columns: boolean): string | null {
+  const pos = terms.filter((t) => !t.negated).map((t) => phrase(t, columns ? COLUMN[t.field] : null));
+  if (!pos.length) return null;
+  const neg = terms.filter((t) => t.negated).map((t) => phrase(t, columns ? COLUMN[t.field] : null));
+  return [`(${pos.join(' AND ')})`, ...neg].join(' NOT ');
+}
+
+const cut = (s: string) => (s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_INDEXED_FIELD_CHARS) : s);
+
+export class SqliteSearchIndex implements SearchIndex {
+  async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
+    for (const d of docs) {
+      const old = await sql<{ doc_id: number }>`select doc_id from email_search_docs where email_id = ${d.emailId}`.execute(db);
+      if (old.rows[0]) {
+        await sql`delete from email_fts where rowid = ${old.rows[0].doc_id}`.execute(db);
+        await sql`delete from email_search_docs where doc_id = ${old.rows[0].doc_id}`.execute(db);
+      }
+      const ins = await sql<{ doc_id: number }>`insert into email_search_docs (email_id, mailbox_id, attachment_shas) values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)}) returning doc_id`.execute(db);
+      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments)
+        values (${ins.rows[0]!.doc_id}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)})`.execute(db);
+    }
+  }
+
+  async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {
+    if (!emailIds.length) return;
+    const ids = sql.join(emailIds);
+    await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
+    await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+  }
+
+  async putText(db: Kysely<DB>, r: TextRow): Promise<void> {
+    const old = await sql<{ doc_id: number }>`select doc_id from blob_texts where sha256 = ${r.sha256}`.execute(db);
+    if (old.rows[0]) {
+      await sql`delete from blob_text_fts where rowid = ${old.rows[0].doc_id}`.execute(db);
+      await sql`delete from blob_texts where doc_id = ${old.rows[0].doc_id}`.execute(db);
+    }
+    const ins = await sql<{ doc_id: number }>`insert into blob_texts (sha256, status, text, pages, error, extracted_at)
+      values (${r.sha256}, ${r.status}, ${r.text}, ${r.pages}, ${r.error}, ${r.extractedAt}) returning doc_id`.execute(db);
+    if (r.text) await sql`insert into blob_text_fts (rowid, body) values (${ins.rows[0]!.doc_id}, ${cut(r.text)})`.execute(db);
+  }
+
+  emailMatches(q: SearchQuery) {
+    const expr = matchExpression(q.terms, true);
+    if (!expr) return null;
+    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0) as rank
+      from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${expr}`;
+  }
+
+  textMatches(q: SearchQuery) {
+    const expr = matchExpression(contentTerms(q), false);
+    if (!expr) return null;
+    return sql<{ sha256: string; rank: number }>`select t.sha256 as sha256, bm25(blob_text_fts) as rank
+      from blob_text_fts join blob_texts t on t.doc_id = blob_text_fts.rowid where blob_text_fts match ${expr}`;
+  }
+}

@@ -1,0 +1,56 @@
+import type { Kysely, RawBuilder } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import type { Dialect } from '../db/database.ts';
+import type { SearchQuery } from './query.ts';
+import { SqliteSearchIndex } from './index.sqlite.ts';
+import { PostgresSearchIndex } from './index.postgres.ts';
+
+// One interface over the two databases' full-text search (SQLite FTS5; Postgres tsvector + GIN).
+// Writes take the caller's transaction, so an email is searchable exactly when it is stored.
+// Matches are subqueries that callers join to `emails` or to file versions; they carry a rank where
+// lower is better on both databases. Every user word reaches the database as a bound parameter or
+// as a quoted token of letters and digits only (see query.ts): never as query syntax.
+
+/** What an email is found by. Attachment text is added by the extraction job when it is known. */
+export interface EmailDoc {
+  emailId: string;
+  mailboxId: string;
+  subject: string;
+  sender: string;
+  recipients: string;
+  body: string;
+  /** Attachment file names. */
+  names: string;
+  /** Extracted text of the attachments. */
+  attachments: string;
+  attachmentShas: string[];
+}
+
+export interface TextRow {
+  sha256: string;
+  status: string;
+  text: string | null;
+  pages: number | null;
+  error: string | null;
+  extractedAt: string;
+}
+
+export interface SearchIndex {
+  putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void>;
+  removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
+  /** Stores (or replaces) the extraction result of one content, and indexes its text. */
+  putText(db: Kysely<DB>, row: TextRow): Promise<void>;
+  /** `(email_id, rank)` of the emails matching the query's words, or null when it has none. */
+  emailMatches(q: SearchQuery): RawBuilder<{ email_id: string; rank: number }> | null;
+  /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
+  textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
+}
+
+/** The index for this deployment's database and language (stateless; cheap to make). */
+export function searchIndex(deps: { dialect: Dialect; config: { search: { language: string } } }): SearchIndex {
+  return createSearchIndex(deps.dialect, deps.config.search.language);
+}
+
+export function createSearchIndex(dialect: Dialect, language: string): SearchIndex {
+  return dialect === 'postgres' ? new PostgresSearchIndex(language) : new SqliteSearchIndex();
+}

@@ -1,0 +1,197 @@
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { AppDeps, RequestCtx } from '../context.ts';
+import type { DB, EmailsTable, FilesTable } from '../db/schema.ts';
+import { reachableAccounts, selectAccount, visibleMailboxIds } from '../auth/access.ts';
+import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
+import { decodeCursor, encodeCursor } from '../http/cursor.ts';
+import { invalidArgument } from '../errors.ts';
+import { viewerOf } from '../emails/emails.present.ts';
+import { notWithheldEmailFile } from '../emails/withheld.ts';
+import { parseQuery, type SearchQuery, type Term } from './query.ts';
+import { searchIndex } from './search-index.ts';
+import { snippetOf } from './snippet.ts';
+import { textsBySha } from './documents.ts';
+
+// Search across every mailbox a credential can read. Tenancy is part of the SQL (the account and
+// mailbox lists come from src/auth/access.ts), never a filter applied to results afterwards. For
+// API keys, withheld mail (being labeled, or Junk) and its files never match, so neither results
+// nor snippets can reveal it.
+
+export { searchIndex };
+
+const likeWord = (w: string) => `%${w.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Path conditions: every positive word in the path, no negated one (filename: terms always apply). */
+function pathCondition(terms: Term[]): Expression<SqlBool> | null {
+  const parts = terms.flatMap((t) =>
+    t.words.map((w) => (t.negated ? sql<SqlBool>`lower(files.path) not like ${likeWord(w)} escape '\\'` : sql<SqlBool>`lower(files.path) like ${likeWord(w)} escape '\\'`)),
+  );
+  return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` and `)})` : null;
+}
+
+/** Conditions of a parsed query that are not words: has:attachment, before:, after:. */
+export function emailFilterConditions(q: SearchQuery): Expression<SqlBool>[] {
+  const out: Expression<SqlBool>[] = [];
+  if (q.hasAttachment) out.push(sql<SqlBool>`emails.attachment_count > 0`);
+  if (q.before) out.push(sql<SqlBool>`emails.received_at < ${q.before}`);
+  if (q.after) out.push(sql<SqlBool>`emails.received_at >= ${q.after}`);
+  return out;
+}
+
+/** `emails.id in (matching ids)` for the emails list, or null when the query has no words. */
+export function emailIdCondition(deps: Pick<AppDeps, 'dialect' | 'config'>, q: SearchQuery): Expression<SqlBool> | null {
+  const m = searchIndex(deps).emailMatches(q);
+  return m ? sql<SqlBool>`emails.id in (select email_id from (${m}) as m)` : null;
+}
+
+/** File condition for the files list: content (`content`), path (`path`) or either (`all`). */
+export function fileCondition(deps: Pick<AppDeps, 'dialect' | 'config'>, q: SearchQuery, where: 'content' | 'all'): Expression<SqlBool> {
+  const m = searchIndex(deps).textMatches(q);
+  const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
+  const content = m
+    ? sql<SqlBool>`files.current_version_id in (select v.id from file_versions v where v.file_id = files.id and v.sha256 in (select sha256 from (${m}) as m))`
+    : null;
+  const path = where === 'all' ? pathCondition(q.terms.filter((t) => t.field === 'any')) : null;
+  const either = [content, path].filter((x): x is Expression<SqlBool> => !!x);
+  const main = either.length ? sql<SqlBool>`(${sql.join(either, sql` or `)})` : filename ? null : sql<SqlBool>`1 = 0`;
+  return [main, filename].filter((x): x is Expression<SqlBool> => !!x).reduce((a, b) => sql<SqlBool>`${a} and ${b}`);
+}
+
+export interface Scope {
+  accountIds: string[];
+  /** null: every mailbox of those accounts. */
+  mailboxIds: string[] | null;
+}
+
+/** The mailboxes a search covers: one mailbox (read permission), one account, or everything reachable. */
+export async function searchScope(ctx: RequestCtx, input: { accountId?: string | null; mailboxId?: string | null }): Promise<Scope> {
+  if (input.mailboxId) {
+    const { mailbox } = await loadMailbox(ctx, input.accountId, input.mailboxId, 'read');
+    return { accountIds: [mailbox.account_id], mailboxIds: [mailbox.id] };
+  }
+  const accountIds = input.accountId ? [(await selectAccount(ctx.db, ctx.credential, input.accountId)).account.id] : [...(await reachableAccounts(ctx.db, ctx.credential)).keys()];
+  return { accountIds, mailboxIds: visibleMailboxIds(ctx.credential) };
+}
+
+function scopeCondition(scope: Scope, table: 'emails' | 'files'): Expression<SqlBool> {
+  if (!scope.accountIds.length || (scope.mailboxIds && !scope.mailboxIds.length)) return sql<SqlBool>`1 = 0`;
+  const accounts = sql.join(scope.accountIds);
+  const t = sql.table(table);
+  const live = sql<SqlBool>`${t}.account_id in (${accounts}) and ${t}.mailbox_id in (select id from mailboxes where deleted_at is null and account_id in (${accounts}))`;
+  return scope.mailboxIds ? sql<SqlBool>`${live} and ${t}.mailbox_id in (${sql.join(scope.mailboxIds)})` : live;
+}
+
+export type SearchKind = 'email' | 'file';
+
+export interface SearchHit {
+  kind: SearchKind;
+  id: string;
+  mailboxId: string;
+  rank: number;
+  snippet: string | null;
+  email?: EmailsTable;
+  file?: FilesTable;
+}
+
+type Key = [number, string];
+const after = (key: Key | null, rank: Expression<number>, id: Expression<string>): Expression<SqlBool> | null =>
+  key ? sql<SqlBool>`(${rank} > ${key[0]} or (${rank} = ${key[0]} and ${id} > ${key[1]}))` : null;
+
+async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
+  const m = searchIndex(ctx).emailMatches(q);
+  if (!m) return [];
+  let query = ctx.db
+    .selectFrom('emails')
+    .innerJoin(sql<{ email_id: string; rank: number }>`(${m})`.as('m'), (j) => j.onRef('m.email_id', '=', 'emails.id'))
+    .selectAll('emails')
+    .select(sql<number>`m.rank`.as('rank'))
+    .where(scopeCondition(scope, 'emails'));
+  for (const c of emailFilterConditions(q)) query = query.where(c);
+  if (viewerOf(ctx).apiKey) query = query.where('emails.labeling', '<>', 'pending').where((eb) => eb.or([eb('emails.label', 'is', null), eb('emails.label', '<>', 'Junk')]));
+  const cond = after(key, sql<number>`m.rank`, sql<string>`emails.id`);
+  if (cond) query = query.where(cond);
+  const rows = await query.orderBy(sql`m.rank`).orderBy('emails.id').limit(limit + 1).execute();
+  return rows.map(({ rank, ...email }) => ({ kind: 'email' as const, id: email.id, mailboxId: email.mailbox_id, rank: Number(rank), snippet: null, email: email as EmailsTable }));
+}
+
+async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
+  const m = searchIndex(ctx).textMatches(q);
+  const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
+  const path = pathCondition(q.terms.filter((t) => t.field === 'any'));
+  // Field operators other than filename: describe emails only.
+  if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return [];
+  if (!m && !filename) return [];
+  const rank = m ? sql<number>`coalesce(m.rank, 0)` : sql<number>`0`;
+  let query = ctx.db
+    .selectFrom('files')
+    .innerJoin('file_versions as v', 'v.id', 'files.current_version_id')
+    .$if(!!m, (qb) => qb.leftJoin(sql<{ sha256: string; rank: number }>`(${m!})`.as('m'), (j) => j.onRef('m.sha256', '=', 'v.sha256')) as any)
+    .selectAll('files')
+    .select(rank.as('rank'))
+    .where('files.deleted_at', 'is', null)
+    .where(scopeCondition(scope, 'files'));
+  const either = [m ? sql<SqlBool>`m.sha256 is not null` : null, path].filter((x): x is Expression<SqlBool> => !!x);
+  if (either.length) query = query.where(sql<SqlBool>`(${sql.join(either, sql` or `)})`);
+  if (filename) query = query.where(filename);
+  if (q.before) query = query.where('files.updated_at', '<', q.before);
+  if (q.after) query = query.where('files.updated_at', '>=', q.after);
+  if (viewerOf(ctx).apiKey) query = query.where((eb) => eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb as unknown as ExpressionBuilder<DB, 'files'>)]));
+  const cond = after(key, rank, sql<string>`files.id`);
+  if (cond) query = query.where(cond);
+  // (A constant rank is not ordered by: `order by 0` would name a column by position.)
+  const rows = await (m ? query.orderBy(rank) : query).orderBy('files.id').limit(limit + 1).execute();
+  return rows.map(({ rank: r, ...file }) => ({ kind: 'file' as const, id: file.id, mailboxId: file.mailbox_id, rank: Number(r), snippet: null, file: file as FilesTable }));
+}
+
+export interface SearchInput {
+  accountId?: string | null;
+  mailboxId?: string | null;
+  q: string;
+  kind?: SearchKind;
+  limit: number;
+  cursor?: string;
+}
+
+/** Ranked results (best first, then by id) over emails and files, with plain-text snippets. */
+export async function search(ctx: RequestCtx, input: SearchInput) {
+  const q = parseQuery(input.q);
+  const scope = await searchScope(ctx, input);
+  const filters = { q: input.q, kind: input.kind ?? null, mailbox: input.mailboxId ?? null, account: input.accountId ?? null, key: ctx.credential.keyId };
+  let key: Key | null = null;
+  if (input.cursor) {
+    const k = decodeCursor(ctx.secret, input.cursor, 'search', filters);
+    if (k.length !== 2 || typeof k[0] !== 'number' || typeof k[1] !== 'string') throw invalidArgument('cursor', 'is not a cursor returned by this list; start again without it');
+    key = [k[0], k[1]];
+  }
+  const kinds: SearchKind[] = input.kind ? [input.kind] : ['email', 'file'];
+  const found: SearchHit[] = [];
+  if (kinds.includes('email')) found.push(...(await searchEmails(ctx, q, scope, key, input.limit)));
+  if (kinds.includes('file')) found.push(...(await searchFiles(ctx, q, scope, key, input.limit)));
+  found.sort((a, b) => a.rank - b.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const hasMore = found.length > input.limit;
+  const items = found.slice(0, input.limit);
+  await addSnippets(ctx, items, q);
+  const last = items.at(-1);
+  const next = hasMore && last ? encodeCursor(ctx.secret, 'search', filters, [last.rank, last.id]) : null;
+  return { items, pagination: { limit: input.limit, has_more: hasMore, next_cursor: next } };
+}
+
+async function addSnippets(ctx: RequestCtx, items: SearchHit[], q: SearchQuery): Promise<void> {
+  const fileVersionIds = items.filter((i) => i.file?.current_version_id).map((i) => i.file!.current_version_id!);
+  const versions = fileVersionIds.length ? await ctx.db.selectFrom('file_versions').select(['id', 'sha256']).where('id', 'in', fileVersionIds).execute() : [];
+  const shaOf = new Map(versions.map((v) => [v.id, v.sha256]));
+  const emailIds = items.filter((i) => i.email).map((i) => i.id);
+  const docs = emailIds.length ? await sql<{ email_id: string; attachment_shas: string }>`select email_id, attachment_shas from email_search_docs where email_id in (${sql.join(emailIds)})`.execute(ctx.db) : { rows: [] };
+  const shasOf = new Map(docs.rows.map((d) => [d.email_id, JSON.parse(d.attachment_shas) as string[]]));
+  const texts = await textsBySha(ctx.db, [...[...shaOf.values()].filter((s): s is string => !!s), ...[...shasOf.values()].flat()]);
+  for (const it of items) {
+    if (it.email) {
+      const e = it.email;
+      const attachmentTexts = (shasOf.get(e.id) ?? []).map((s) => texts.get(s)?.text ?? '');
+      it.snippet = snippetOf([e.subject ?? '', e.body_text ?? '', ...attachmentTexts], q);
+    } else if (it.file) {
+      const sha = shaOf.get(it.file.current_version_id ?? '');
+      it.snippet = snippetOf([sha ? (texts.get(sha)?.text ?? '') : '', it.file.path], q);
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, openDatabase, type Database } from '../src/db/database.ts';
+import { DATABASES } from './harness.ts';
+import { createSearchIndex, type EmailDoc, type SearchIndex } from '../src/search/search-index.ts';
+import { parseQuery } from '../src/search/query.ts';
+
+// One contract for both search indexes (SQLite FTS5, Postgres tsvector): the same documents and
+// queries give the same matches on each database.
+
+const doc = (id: string, d: Partial<EmailDoc>): EmailDoc => ({ emailId: id, mailboxId: 'bkt_x', subject: '', sender: '', recipients: '', body: '', names: '', attachments: '', attachmentShas: [], ...d });
+
+for (const kind of DATABASES) {
+  describe(`search index contract [${kind}]`, () => {
+    let database: Database;
+    let index: SearchIndex;
+    let dir: string | undefined;
+    const schema = `t_idx_${randomBytes(4).toString('hex')}`;
+
+    beforeAll(async () => {
+      if (kind === 'sqlite') {
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-idx-'));
+        database = await openDatabase(`sqlite:${path.join(dir, 'db.sqlite')}`);
+      } else {
+        database = await openDatabase(process.env.CUBBY_TEST_POSTGRES_URL!, schema);
+      }
+      await migrate(database);
+      index = createSearchIndex(database.dialect, 'english');
+      await database.db.transaction().execute((trx) =>
+        index.putEmails(trx, [
+          doc('e1', { subject: 'March invoice from Acme', sender: 'Acme Billing billing@acme.example', recipients: 'bob@home.example', body: 'Please pay the amount due.', names: 'invoice-march.pdf' }),
+          doc('e2', { subject: 'Lunch', sender: 'Carol carol@friends.example', body: 'The invoice for lunch is attached. Acme was busy.' }),
+          doc('e3', { subject: 'Holiday photos', sender: 'dave@family.example', recipients: 'acme@home.example', body: 'See attached', names: 'beach.jpg', attachments: 'A scanned receipt mentioning zebrafish and the march invoice.' }),
+          doc('e4', { subject: 'Café meeting', body: 'We meet at the café near the station.' }),
+        ]),
+      );
+      await database.db.transaction().execute(async (trx) => {
+        await index.putText(trx, { sha256: 'a'.repeat(64), status: 'done', text: 'Quarterly report: revenue grew. Invoices are attached.', pages: 2, error: null, extractedAt: new Date().toISOString() });
+        await index.putText(trx, { sha256: 'b'.repeat(64), status: 'encrypted', text: null, pages: null, error: 'password', extractedAt: new Date().toISOString() });
+      });
+    });
+
+    afterAll(async () => {
+      await database?.close();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      if (kind === 'postgres') {
+        const c = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+        await c.connect();
+        await c.query(`drop schema if exists "${schema}" cascade`);
+        await c.end();
+      }
+    });
+
+    async function emails(q: string): Promise<string[]> {
+      const m = index.emailMatches(parseQuery(q));
+      if (!m) return [];
+      const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (${m}) as m order by rank, email_id`.execute(database.db);
+      return r.rows.map((x) => x.email_id);
+    }
+    async function texts(q: string): Promise<string[]> {
+      const m = index.textMatches(parseQuery(q));
+      if (!m) return [];
+      const r = await sql<{ sha256: string }>`select sha256 from (${m}) as m order by rank`.execute(database.db);
+      return r.rows.map((x) => x.sha256.slice(0, 1));
+    }
+
+    it('matches every word, anywhere in the document, with stemming', async () => {
+      expect((await emails('invoice')).sort()).toEqual(['e1', 'e2', 'e3']);
+      expect((await emails('invoices acme')).sort()).toEqual(['e1', 'e2', 'e3']);
+      expect(await emails('zebrafish')).toEqual(['e3']);
+      expect(await emails('nothing-like-this')).toEqual([]);
+    });
+
+    it('ranks a subject match above a body match', async () => {
+      const r = await emails('invoice');
+      expect(r[0]).toBe('e1');
+    });
+
+    it('matches phrases in order only', async () => {
+      expect((await emails('"march invoice"')).sort()).toEqual(['e1', 'e3']);
+      expect(await emails('"acme invoice"')).toEqual([]);
+    });
+
+    it('leaves out negated words and phrases', async () => {
+      expect((await emails('invoice -lunch')).sort()).toEqual(['e1', 'e3']);
+      expect(await emails('invoice -"march invoice"')).toEqual(['e2']);
+    });
+
+    it('restricts from:, to:, subject: and filename: to their fields', async () => {
+      expect(await emails('from:acme')).toEqual(['e1']);
+      expect(await emails('to:acme')).toEqual(['e3']);
+      expect(await emails('from:billing@acme.example')).toEqual(['e1']);
+      expect(await emails('subject:invoice')).toEqual(['e1']);
+      expect(await emails('filename:invoice-march.pdf')).toEqual(['e1']);
+      expect(await emails('invoice -from:acme').then((r) => r.sort())).toEqual(['e2', 'e3']);
+    });
+
+    it('treats query syntax characters as plain text (no injection)', async () => {
+      for (const q of ['invoice"', 'invoice*', 'NEAR(invoice acme)', 'invoice:acme', "invoice' OR 1=1 --", 'invoice & acme | !x', 'invoice AND OR NOT', '{subject}:invoice', 'invoice^2']) {
+        await expect(emails(q), q).resolves.toBeInstanceOf(Array);
+      }
+      expect(await emails('"acme" NEAR')).toEqual([]); // "near" is a word here: no document has both
+      expect((await emails('NEAR invoice')).length).toBe(0);
+    });
+
+    it('replaces a document when it is indexed again, and removes it', async () => {
+      await database.db.transaction().execute((trx) => index.putEmails(trx, [doc('e5', { subject: 'first words' })]));
+      await database.db.transaction().execute((trx) => index.putEmails(trx, [doc('e5', { subject: 'second words' })]));
+      expect(await emails('first')).toEqual([]);
+      expect(await emails('second')).toEqual(['e5']);
+      await database.db.transaction().execute((trx) => index.removeEmails(trx, ['e5']));
+      expect(await emails('second')).toEqual([]);
+    });
+
+    it('indexes a megabyte of random words in every field (Postgres caps tsvectors at 1 MB)', async () => {
+      const noise = () => Array.from({ length: 120_000 }, () => randomBytes(5).toString('hex')).join(' ');
+      await database.db.transaction().execute(async (trx) => {
+        await index.putEmails(trx, [doc('e6', { subject: 'hugefirstword', body: noise(), attachments: noise(), names: noise().slice(0, 200_000) })]);
+        await index.putText(trx, { sha256: 'c'.repeat(64), status: 'done', text: `hugetextword ${noise()}`, pages: null, error: null, extractedAt: new Date().toISOString() });
+      });
+      expect(await emails('hugefirstword')).toEqual(['e6']);
+      expect(await texts('hugetextword')).toEqual(['c']);
+    });
+
+    it('searches extracted text; contents without text never match', async () => {
+      expect(await texts('invoice revenue')).toEqual(['a']);
+      expect(await texts('password')).toEqual([]);
+      expect(index.textMatches(parseQuery('from:acme'))).toBeNull();
+    });
+  });
+}
