@@ -10,8 +10,10 @@ import { DATABASES } from './harness.ts';
 import { adminUserAndKey, serveEnv } from './serve-process.ts';
 import { crashMessage, spawnServe, type ServeChild } from './crash-helpers.ts';
 import { RawSmtp, storedBytes } from './smtp-raw-client.ts';
-import { downloadFile, emailDir, listFiles } from './mail-store-checks.ts';
-import { createMailbox, cubbyCli, dropPostgres, postgresUrlFor, treeOf, until, upload } from './ops-helpers.ts';
+import { downloadFile, emailDir, listFiles, sha256 } from './mail-store-checks.ts';
+import { call, createMailbox, cubbyCli, dropPostgres, postgresUrlFor, treeOf, until, upload } from './ops-helpers.ts';
+import { useS3rver } from './s3-harness.ts';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 // `cubby admin backup` of a live `cubby serve` while SMTP senders keep delivering, then
 // `cubby admin restore` into a fresh data dir (and, on Postgres, a fresh database), and the restored
@@ -74,7 +76,7 @@ for (const kind of DATABASES) {
       stop = true;
       await load;
       expect(taken.code, taken.stdout + taken.stderr).toBe(0);
-      expect(taken.json).toMatchObject({ backup: backupDir, dialect: kind, migrations: expect.any(Number), secret: 'environment' });
+      expect(taken.json).toMatchObject({ backup: backupDir, dialect: kind, migrations: expect.any(Number), secret: 'environment', note: expect.stringContaining('CUBBY_SECRET_KEY') });
       expect(ackedDuring, 'mail kept arriving while the backup ran').toBeGreaterThan(0);
       const manifest = JSON.parse(fs.readFileSync(path.join(backupDir, 'cubby-backup.json'), 'utf8'));
       expect(manifest).toMatchObject({ format: 'cubby-backup', format_version: 1, cubby_version: SERVER_VERSION, database: { dialect: kind }, blobs: { dir: 'blobs', count: taken.json.blobs } });
@@ -180,3 +182,73 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+describe('backup and restore of a generated secret key', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-backup-secret-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('carries secret.key along (0600) and refuses a different CUBBY_SECRET_KEY at restore', { timeout: 120_000 }, async () => {
+    const env = { CUBBY_DATA_DIR: path.join(dir, 'data') };
+    expect((await cubbyCli(env, ['admin', 'create-user', '--email', 'k@example.com', '--password', 'a long enough password', '--name', 'K'])).code).toBe(0);
+    // What `cubby serve` generates on first start when CUBBY_SECRET_KEY is not set.
+    const secret = `${randomBytes(48).toString('base64url')}\n`;
+    fs.writeFileSync(path.join(env.CUBBY_DATA_DIR, 'secret.key'), secret, { mode: 0o600 });
+    const backupDir = path.join(dir, 'backup');
+    const taken = await cubbyCli(env, ['admin', 'backup', '--out', backupDir]);
+    expect(taken.code, taken.stdout + taken.stderr).toBe(0);
+    expect(taken.json).toMatchObject({ secret: 'file' });
+    expect(taken.json.note).toBeUndefined();
+
+    const other = { CUBBY_DATA_DIR: path.join(dir, 'other'), CUBBY_SECRET_KEY: randomBytes(32).toString('hex') };
+    const refused = await cubbyCli(other, ['admin', 'restore', '--from', backupDir]);
+    expect(refused.code).toBe(1);
+    expect(refused.json.error).toMatch(/^RESTORE_MISMATCH: .*secret\.key.*unset CUBBY_SECRET_KEY/);
+    expect(fs.existsSync(other.CUBBY_DATA_DIR)).toBe(false);
+
+    const target = { CUBBY_DATA_DIR: path.join(dir, 'restored') };
+    const restored = await cubbyCli(target, ['admin', 'restore', '--from', backupDir]);
+    expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+    const file = path.join(target.CUBBY_DATA_DIR, 'secret.key');
+    expect(fs.readFileSync(file, 'utf8')).toBe(secret);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(target.CUBBY_DATA_DIR, 'cubby.db')).mode & 0o777).toBe(0o600);
+    const users = await cubbyCli(target, ['admin', 'list-users']);
+    expect(users.json.users.map((u: { email: string }) => u.email)).toEqual(['k@example.com']);
+  });
+});
+
+describe('backup and restore with the S3 blob store [sqlite]', () => {
+  const s3 = useS3rver();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-backup-s3-'));
+  let server: ServeChild | undefined;
+  afterAll(async () => {
+    await server?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('copies the bucket\'s blobs into the backup and puts them into another bucket on restore', { timeout: 240_000 }, async () => {
+    const env = serveEnv(path.join(dir, 'data'), s3);
+    const { key } = await adminUserAndKey(env, 'paid');
+    server = await spawnServe(env);
+    const box = await createMailbox(server.base, key, 's3 backed');
+    const bytes = randomBytes(300_000);
+    const fileId = await upload(server.base, key, box.id, 'docs/on-s3.bin', bytes);
+    const taken = await cubbyCli(env, ['admin', 'backup', '--out', path.join(dir, 'backup')]);
+    expect(taken.code, taken.stdout + taken.stderr).toBe(0);
+    expect(taken.json.blobs).toBe(1);
+    expect(fs.readFileSync(path.join(dir, 'backup', 'blobs', sha256(bytes).slice(0, 2), sha256(bytes)))).toEqual(bytes);
+    await server.stop();
+
+    const client = new S3Client({ region: 'us-east-1', endpoint: s3.CUBBY_S3_ENDPOINT, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    await client.send(new CreateBucketCommand({ Bucket: 'cubby-restored' }));
+    client.destroy();
+    const restoredEnv = { ...serveEnv(path.join(dir, 'restored'), { ...s3, CUBBY_S3_BUCKET: 'cubby-restored' }), CUBBY_SECRET_KEY: env.CUBBY_SECRET_KEY! };
+    const restored = await cubbyCli(restoredEnv, ['admin', 'restore', '--from', path.join(dir, 'backup')]);
+    expect(restored.code, restored.stdout + restored.stderr).toBe(0);
+    server = await spawnServe(restoredEnv);
+    const link = await call(server.base, key, 'GET', `/v1/mailboxes/${box.id}/files/${fileId}/download`);
+    expect(link.status, link.text).toBe(200);
+    expect(link.body.data.download.url).toContain('cubby-restored');
+    expect(await downloadFile(server.base, key, box.id, fileId)).toEqual(bytes);
+  });
+});

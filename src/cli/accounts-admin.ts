@@ -7,6 +7,7 @@ import { createJobs } from '../jobs/jobs.ts';
 import { resolveSecretKey } from '../secret.ts';
 import { AppError } from '../errors.ts';
 import { findUserByEmail } from '../users/users.service.ts';
+import { missingDatabaseMessage } from './database-check.ts';
 
 // Operator commands for people and roles: `cubby admin invite | set-role | reset-2fa`. Each prints
 // one JSON object, like the other admin commands. Mail (the invitation) is queued in the database
@@ -16,6 +17,13 @@ const OPERATOR = { userId: null, apiKeyId: null, agent: null, requestId: null };
 
 async function withDeps<T>(config: () => Config, fn: (deps: AppDeps) => Promise<T>): Promise<void> {
   const cfg = config();
+  // Like every admin command: never create a database that the server does not use.
+  const missing = await missingDatabaseMessage(cfg);
+  if (missing) {
+    process.stdout.write(`${JSON.stringify({ error: missing })}\n`);
+    process.exitCode = 1;
+    return;
+  }
   const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
   const now = () => new Date();
   try {

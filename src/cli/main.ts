@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { inspectDatabase, openDatabase, migrate } from '../db/database.ts';
+import { openDatabase, migrate } from '../db/database.ts';
 import { registerUser, RegistrationError, setAccountStatus, setAccountSuspended } from '../accounts/accounts.service.ts';
 import { createApiKey } from '../auth/keys.service.ts';
 import { findUserByEmail } from '../users/users.service.ts';
@@ -9,6 +9,7 @@ import { AppError } from '../errors.ts';
 import { BackupError } from '../backup/manifest.ts';
 import { SERVER_VERSION } from '../version.ts';
 import { registerAccountAdminCommands } from './accounts-admin.ts';
+import { missingDatabaseMessage } from './database-check.ts';
 
 function config() {
   try {
@@ -43,18 +44,9 @@ function fail(err: unknown): void {
 
 /** False (after printing why, exit code 1) when the configured database is missing or empty. */
 async function databaseExists(cfg: ReturnType<typeof config>): Promise<boolean> {
-  const state = await inspectDatabase(cfg.databaseUrl, cfg.databaseSchema).catch((err: unknown) => err as Error);
-  if (state instanceof Error) {
-    fail(new Error(`cannot reach the database: ${state.message}`));
-    return false;
-  }
-  if (state.state === 'ready') return true;
-  fail(
-    new Error(
-      `no Cubby database at ${state.where} (${state.state === 'missing' ? 'it does not exist' : 'it is empty'}): run admin commands with the same CUBBY_* settings as \`cubby serve\` (CUBBY_DATA_DIR=${cfg.dataDir}), or start the server once to create the database`,
-    ),
-  );
-  return false;
+  const why = await missingDatabaseMessage(cfg);
+  if (why) fail(new Error(why));
+  return why === null;
 }
 
 /**

@@ -23,7 +23,15 @@ export function registerMaintenance(worker: Worker, deps: AppDeps): void {
     ['maintenance.jobs', 60 * MINUTE, () => sweepFinishedJobs(deps.db, deps.now())],
     // Crash leftovers (temp files, blobs whose row was never committed) past CUBBY_ORPHAN_SWEEP_AGE_S;
     // hourly, or as often as the age when that is shorter, so a short age is honoured soon.
-    ['maintenance.orphans', Math.max(1000, Math.min(60 * MINUTE, deps.config.orphanSweepAgeMs)), () => sweepOrphans(deps.db, deps.blobs, deps.now(), deps.config.orphanSweepAgeMs)],
+    [
+      'maintenance.orphans',
+      Math.max(1000, Math.min(60 * MINUTE, deps.config.orphanSweepAgeMs)),
+      async () => {
+        const swept = await sweepOrphans(deps.db, deps.blobs, deps.now(), deps.config.orphanSweepAgeMs);
+        // Worth a line only when a crash left something behind.
+        if (swept.parts || swept.blobs) deps.log.info({ swept: { temp_files: swept.parts, blobs: swept.blobs } }, 'removed crash leftovers');
+      },
+    ],
   ];
   for (const [name, every, run] of tasks) {
     worker.register(name, { handler: async () => void (await run()), leaseMs: 10 * MINUTE });
