@@ -56,8 +56,8 @@ for (const kind of DATABASES) {
       }
     });
 
-    async function emails(q: string): Promise<string[]> {
-      const m = index.emailMatches(parseQuery(q));
+    async function emails(q: string, mailboxIds?: string[]): Promise<string[]> {
+      const m = index.emailMatches(parseQuery(q), mailboxIds);
       if (!m) return [];
       const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (${m}) as m order by rank, email_id`.execute(database.db);
       return r.rows.map((x) => x.email_id);
@@ -74,6 +74,14 @@ for (const kind of DATABASES) {
       expect((await emails('invoices acme')).sort()).toEqual(['e1', 'e2', 'e3']);
       expect(await emails('zebrafish')).toEqual(['e3']);
       expect(await emails('nothing-like-this')).toEqual([]);
+    });
+
+    it('narrows to given mailboxes', async () => {
+      await database.db.transaction().execute((trx) => index.putEmails(trx, [doc('e7', { mailboxId: 'bkt_01Other', subject: 'invoice elsewhere' })]));
+      expect(await emails('invoice', ['bkt_01Other'])).toEqual(['e7']);
+      expect((await emails('invoice', ['bkt_x', 'bkt_01Other'])).sort()).toEqual(['e1', 'e2', 'e3', 'e7']);
+      expect(await emails('invoice', ['bkt_none'])).toEqual([]);
+      await database.db.transaction().execute((trx) => index.removeEmails(trx, ['e7']));
     });
 
     it('ranks a subject match above a body match', async () => {

@@ -86,10 +86,11 @@ export class PostgresSearchIndex implements SearchIndex {
     return { all: this.query(all), extra };
   }
 
-  emailMatches(q: SearchQuery) {
+  emailMatches(q: SearchQuery, mailboxIds?: string[] | null) {
     const c = this.conditions(q.terms, true);
     if (!c) return null;
-    const extra = c.extra.length ? sql` and ${sql.join(c.extra, sql` and `)}` : sql``;
+    const conds = [...c.extra, ...(mailboxIds?.length ? [sql`mailbox_id in (${sql.join(mailboxIds)})`] : [])];
+    const extra = conds.length ? sql` and ${sql.join(conds, sql` and `)}` : sql``;
     return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra}`;
   }
 

@@ -39,8 +39,8 @@ export function emailFilterConditions(q: SearchQuery): Expression<SqlBool>[] {
 }
 
 /** `emails.id in (matching ids)` for the emails list, or null when the query has no words. */
-export function emailIdCondition(deps: Pick<AppDeps, 'dialect' | 'config'>, q: SearchQuery): Expression<SqlBool> | null {
-  const m = searchIndex(deps).emailMatches(q);
+export function emailIdCondition(deps: Pick<AppDeps, 'dialect' | 'config'>, q: SearchQuery, mailboxId: string): Expression<SqlBool> | null {
+  const m = searchIndex(deps).emailMatches(q, [mailboxId]);
   return m ? sql<SqlBool>`emails.id in (select email_id from (${m}) as m)` : null;
 }
 
@@ -98,7 +98,7 @@ const after = (key: Key | null, rank: Expression<number>, id: Expression<string>
   key ? sql<SqlBool>`(${rank} > ${key[0]} or (${rank} = ${key[0]} and ${id} > ${key[1]}))` : null;
 
 async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
-  const m = searchIndex(ctx).emailMatches(q);
+  const m = searchIndex(ctx).emailMatches(q, scope.mailboxIds);
   if (!m) return [];
   let query = ctx.db
     .selectFrom('emails')
