@@ -147,6 +147,9 @@ async function main() {
         }
       });
     }
+    // Planner statistics, as autovacuum (Postgres) or `pragma optimize` (SQLite) keep them on a live
+    // database; without them a bulk-loaded table gets generic estimates.
+    await sql`analyze`.execute(deps.db);
     const indexSize = (await indexBytes(deps)) - sizeBefore;
 
     // Mid-frequency words: common enough to match many documents, rare enough to be a real query.

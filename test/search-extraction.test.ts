@@ -86,7 +86,7 @@ describeEachDatabase(
       const files = await app().request('GET', `/v1/mailboxes/${box.id}/files`, { key: user.key, query: { folder: 'bad' } });
       expect(files.body.data.files.every((f: any) => f.current_file_version.has_text === false)).toBe(true);
       expect(await contentSearch(app(), user.key, box.id, 'lorem')).toEqual([]);
-    });
+    }, 90_000);
 
     it('answers bad queries with INVALID_ARGUMENT and syntax characters with plain results', async () => {
       const user = await app().user();

@@ -81,7 +81,7 @@ export async function listEmails(ctx: RequestCtx, input: ListEmailsInput) {
   if (input.hasAttachments !== undefined) query = query.where('attachment_count', input.hasAttachments ? '>' : '=', 0);
   if (input.conversationId !== undefined) query = query.where('conversation_id', '=', input.conversationId);
   if (parsed) {
-    const match = emailIdCondition(ctx, parsed);
+    const match = emailIdCondition(ctx, parsed, mailbox.id);
     if (match) query = query.where(match);
     for (const c of emailFilterConditions(parsed)) query = query.where(c);
   }

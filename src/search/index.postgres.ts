@@ -86,16 +86,19 @@ export class PostgresSearchIndex implements SearchIndex {
     return { all: this.query(all), extra };
   }
 
-  emailMatches(q: SearchQuery) {
+  // `offset 0` keeps each match a subquery of its own (Postgres does not pull it up into the caller's
+  // join): the text match runs first, on the GIN index, whatever the planner guesses about the join.
+  emailMatches(q: SearchQuery, mailboxIds?: string[] | null) {
     const c = this.conditions(q.terms, true);
     if (!c) return null;
-    const extra = c.extra.length ? sql` and ${sql.join(c.extra, sql` and `)}` : sql``;
-    return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra}`;
+    const conds = [...c.extra, ...(mailboxIds?.length ? [sql`mailbox_id in (${sql.join(mailboxIds)})`] : [])];
+    const extra = conds.length ? sql` and ${sql.join(conds, sql` and `)}` : sql``;
+    return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra} offset 0`;
   }
 
   textMatches(q: SearchQuery) {
     const c = this.conditions(contentTerms(q), false);
     if (!c) return null;
-    return sql<{ sha256: string; rank: number }>`select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all}`;
+    return sql<{ sha256: string; rank: number }>`select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all} offset 0`;
   }
 }

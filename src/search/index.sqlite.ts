@@ -27,6 +27,9 @@ function matchExpression(terms: Term[], columns: boolean): string | null {
   return [`(${pos.join(' AND ')})`, ...neg].join(' NOT ');
 }
 
+/** A mailbox id as one word (`bkt_01ABC…` → `bkt01abc…`): letters and digits only, so nothing to escape. */
+const mailboxWord = (id: string) => id.toLowerCase().replace(/[^a-z0-9]/g, '');
+
 const cut = (s: string) => (s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_INDEXED_FIELD_CHARS) : s);
 
 export class SqliteSearchIndex implements SearchIndex {
@@ -38,8 +41,8 @@ export class SqliteSearchIndex implements SearchIndex {
         await sql`delete from email_search_docs where doc_id = ${old.rows[0].doc_id}`.execute(db);
       }
       const ins = await sql<{ doc_id: number }>`insert into email_search_docs (email_id, mailbox_id, attachment_shas) values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)}) returning doc_id`.execute(db);
-      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments)
-        values (${ins.rows[0]!.doc_id}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)})`.execute(db);
+      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments, mailbox)
+        values (${ins.rows[0]!.doc_id}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`.execute(db);
     }
   }
 
@@ -61,10 +64,11 @@ export class SqliteSearchIndex implements SearchIndex {
     if (r.text) await sql`insert into blob_text_fts (rowid, body) values (${ins.rows[0]!.doc_id}, ${cut(r.text)})`.execute(db);
   }
 
-  emailMatches(q: SearchQuery) {
-    const expr = matchExpression(q.terms, true);
+  emailMatches(q: SearchQuery, mailboxIds?: string[] | null) {
+    let expr = matchExpression(q.terms, true);
     if (!expr) return null;
-    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0) as rank
+    if (mailboxIds?.length && mailboxIds.length <= 50) expr = `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
+    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0) as rank
       from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${expr}`;
   }
 

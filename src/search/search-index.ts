@@ -40,8 +40,11 @@ export interface SearchIndex {
   removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
   /** Stores (or replaces) the extraction result of one content, and indexes its text. */
   putText(db: Kysely<DB>, row: TextRow): Promise<void>;
-  /** `(email_id, rank)` of the emails matching the query's words, or null when it has none. */
-  emailMatches(q: SearchQuery): RawBuilder<{ email_id: string; rank: number }> | null;
+  /**
+   * `(email_id, rank)` of the emails matching the query's words, or null when it has none. With
+   * `mailboxIds`, only emails of those mailboxes (a narrowing for speed: callers still check scope).
+   */
+  emailMatches(q: SearchQuery, mailboxIds?: string[] | null): RawBuilder<{ email_id: string; rank: number }> | null;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }

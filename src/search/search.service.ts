@@ -39,8 +39,8 @@ export function emailFilterConditions(q: SearchQuery): Expression<SqlBool>[] {
 }
 
 /** `emails.id in (matching ids)` for the emails list, or null when the query has no words. */
-export function emailIdCondition(deps: Pick<AppDeps, 'dialect' | 'config'>, q: SearchQuery): Expression<SqlBool> | null {
-  const m = searchIndex(deps).emailMatches(q);
+export function emailIdCondition(deps: Pick<AppDeps, 'dialect' | 'config'>, q: SearchQuery, mailboxId: string): Expression<SqlBool> | null {
+  const m = searchIndex(deps).emailMatches(q, [mailboxId]);
   return m ? sql<SqlBool>`emails.id in (select email_id from (${m}) as m)` : null;
 }
 
@@ -98,7 +98,7 @@ const after = (key: Key | null, rank: Expression<number>, id: Expression<string>
   key ? sql<SqlBool>`(${rank} > ${key[0]} or (${rank} = ${key[0]} and ${id} > ${key[1]}))` : null;
 
 async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
-  const m = searchIndex(ctx).emailMatches(q);
+  const m = searchIndex(ctx).emailMatches(q, scope.mailboxIds);
   if (!m) return [];
   let query = ctx.db
     .selectFrom('emails')
@@ -114,33 +114,39 @@ async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: 
   return rows.map(({ rank, ...email }) => ({ kind: 'email' as const, id: email.id, mailboxId: email.mailbox_id, rank: Number(rank), snippet: null, email: email as EmailsTable }));
 }
 
+/**
+ * Files whose current version's text matches (driven by the full-text match, so the cost follows the
+ * matches, not the number of files), narrowed by `filename:` on the path. A query of `filename:`
+ * terms alone matches paths only.
+ */
 async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
-  const m = searchIndex(ctx).textMatches(q);
-  const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
-  const path = pathCondition(q.terms.filter((t) => t.field === 'any'));
   // Field operators other than filename: describe emails only.
   if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return [];
+  const m = searchIndex(ctx).textMatches(q);
+  const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
   if (!m && !filename) return [];
-  const rank = m ? sql<number>`coalesce(m.rank, 0)` : sql<number>`0`;
-  let query = ctx.db
-    .selectFrom('files')
-    .innerJoin('file_versions as v', 'v.id', 'files.current_version_id')
-    .$if(!!m, (qb) => qb.leftJoin(sql<{ sha256: string; rank: number }>`(${m!})`.as('m'), (j) => j.onRef('m.sha256', '=', 'v.sha256')) as any)
+  const rank = m ? sql<number>`m.rank` : sql<number>`0`;
+  let query = m
+    ? ctx.db
+        .selectFrom(sql<{ sha256: string; rank: number }>`(${m})`.as('m'))
+        .innerJoin('file_versions as v', 'v.sha256', 'm.sha256')
+        // By the file's primary key: the current version is checked, not looked up.
+        .innerJoin('files', (j) => j.onRef('files.id', '=', 'v.file_id').onRef('files.current_version_id', '=', 'v.id'))
+    : ctx.db.selectFrom('files');
+  let rows = (query as any)
     .selectAll('files')
     .select(rank.as('rank'))
     .where('files.deleted_at', 'is', null)
     .where(scopeCondition(scope, 'files'));
-  const either = [m ? sql<SqlBool>`m.sha256 is not null` : null, path].filter((x): x is Expression<SqlBool> => !!x);
-  if (either.length) query = query.where(sql<SqlBool>`(${sql.join(either, sql` or `)})`);
-  if (filename) query = query.where(filename);
-  if (q.before) query = query.where('files.updated_at', '<', q.before);
-  if (q.after) query = query.where('files.updated_at', '>=', q.after);
-  if (viewerOf(ctx).apiKey) query = query.where((eb) => eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb as unknown as ExpressionBuilder<DB, 'files'>)]));
+  if (filename) rows = rows.where(filename);
+  if (q.before) rows = rows.where('files.updated_at', '<', q.before);
+  if (q.after) rows = rows.where('files.updated_at', '>=', q.after);
+  if (viewerOf(ctx).apiKey) rows = rows.where((eb: ExpressionBuilder<DB, 'files'>) => eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
   const cond = after(key, rank, sql<string>`files.id`);
-  if (cond) query = query.where(cond);
+  if (cond) rows = rows.where(cond);
   // (A constant rank is not ordered by: `order by 0` would name a column by position.)
-  const rows = await (m ? query.orderBy(rank) : query).orderBy('files.id').limit(limit + 1).execute();
-  return rows.map(({ rank: r, ...file }) => ({ kind: 'file' as const, id: file.id, mailboxId: file.mailbox_id, rank: Number(r), snippet: null, file: file as FilesTable }));
+  const found: (FilesTable & { rank: number })[] = await (m ? rows.orderBy(rank) : rows).orderBy('files.id').limit(limit + 1).execute();
+  return found.map(({ rank: r, ...file }) => ({ kind: 'file' as const, id: file.id, mailboxId: file.mailbox_id, rank: Number(r), snippet: null, file: file as FilesTable }));
 }
 
 export interface SearchInput {
