@@ -110,7 +110,7 @@ export class Cubby {
     get: (mailboxId: string, fileId: string, o?: CallOptions) => this.get<{ file: T.MailboxFile }>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}`, {}, o).then((d) => d.file),
     byPath: (mailboxId: string, path: string, o?: CallOptions) => this.get<{ file: T.MailboxFile }>(`/v1/mailboxes/${enc(mailboxId)}/files/by_path`, { path }, o).then((d) => d.file),
     /** A signed, expiring link to the current version's bytes. */
-    downloadLink: (mailboxId: string, fileId: string, o?: CallOptions) => this.get<T.DownloadLink>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/download`, {}, o),
+    downloadLink: (mailboxId: string, fileId: string, o?: CallOptions) => this.get<{ download: T.DownloadLink }>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/download`, {}, o).then((d) => d.download),
     /** The current version's bytes. */
     read: async (mailboxId: string, fileId: string, o?: CallOptions): Promise<Uint8Array> => new Uint8Array(await (await this.fetchLink((await this.files.downloadLink(mailboxId, fileId, o)).url, o?.signal)).arrayBuffer()),
     appendText: (mailboxId: string, path: string, content: string, opts: CallOptions & { newlineBefore?: boolean; expectedMailboxVersion?: string } = {}) =>
@@ -168,9 +168,9 @@ export class Cubby {
     setRead: (mailboxId: string, emailId: string, read: boolean, o?: CallOptions) => this.write<{ email: T.EmailSummary }>('PATCH', `/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}`, { read }, o).then((d) => d.email),
     delete: (mailboxId: string, emailId: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}`, {}, o),
     /** A temporary link to the original message (.eml). */
-    rawLink: (mailboxId: string, emailId: string, o?: CallOptions) => this.get<T.DownloadLink>(`/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}/raw`, {}, o),
+    rawLink: (mailboxId: string, emailId: string, o?: CallOptions) => this.get<{ download: T.DownloadLink }>(`/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}/raw`, {}, o).then((d) => d.download),
     raw: async (mailboxId: string, emailId: string, o?: CallOptions): Promise<Uint8Array> => new Uint8Array(await (await this.fetchLink((await this.emails.rawLink(mailboxId, emailId, o)).url, o?.signal)).arrayBuffer()),
-    attachmentLink: (mailboxId: string, emailId: string, attachmentId: string, o?: CallOptions) => this.get<T.DownloadLink>(`/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}/attachments/${enc(attachmentId)}`, {}, o),
+    attachmentLink: (mailboxId: string, emailId: string, attachmentId: string, o?: CallOptions) => this.get<{ download: T.DownloadLink }>(`/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}/attachments/${enc(attachmentId)}`, {}, o).then((d) => d.download),
     attachment: async (mailboxId: string, emailId: string, attachmentId: string, o?: CallOptions): Promise<Uint8Array> =>
       new Uint8Array(await (await this.fetchLink((await this.emails.attachmentLink(mailboxId, emailId, attachmentId, o)).url, o?.signal)).arrayBuffer()),
     /** Sends mail from the mailbox (202, queued). Never retried automatically. */

@@ -57,6 +57,8 @@ export interface Mailbox extends Open {
   created_at: string;
   updated_at: string;
   dashboard_url: string;
+  /** What deleting needs: `confirmation` is the string to pass to mailboxes.delete. */
+  delete?: { confirmation?: string } & Open;
 }
 
 export interface FileVersion extends Open {
@@ -114,7 +116,7 @@ export interface EmailAttachment extends Open {
   id: string;
   filename: string | null;
   content_type: string;
-  byte_size: number;
+  size_bytes: number;
 }
 
 export interface EmailDetail extends EmailSummary {
@@ -124,7 +126,10 @@ export interface EmailDetail extends EmailSummary {
 
 export interface DownloadLink extends Open {
   url: string;
-  expires_at?: string;
+  filename: string;
+  content_type: string;
+  size_bytes: number;
+  expires_in: number;
 }
 
 export interface UploadTarget {
