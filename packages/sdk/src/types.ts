@@ -14,8 +14,9 @@ type Op<P extends keyof Paths, M extends Method> = NonNullable<Paths[P][M & keyo
 export type BodyOf<P extends keyof Paths, M extends Method> =
   Op<P, M> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : Record<string, never>;
 
-/** The query parameters of an operation. */
-export type QueryOf<P extends keyof Paths, M extends Method> = Op<P, M> extends { parameters: { query?: infer Q } } ? NonNullable<Q> : Record<string, never>;
+/** The query parameters of an operation (booleans may be given as booleans: they are sent as text). */
+export type QueryOf<P extends keyof Paths, M extends Method> = Op<P, M> extends { parameters: { query?: infer Q } } ? Loose<NonNullable<Q>> : Record<string, never>;
+type Loose<Q> = { [K in keyof Q]?: Q[K] extends infer V ? (V extends 'true' | 'false' | '0' | '1' ? V | boolean : V) : never };
 
 type SuccessJson<R> = { [S in keyof R]: S extends 200 | 201 | 202 ? (R[S] extends { content: { 'application/json': infer J } } ? J : never) : never }[keyof R];
 type Unwrapped<J> = J extends { data: infer D } ? D : J;
