@@ -6,6 +6,7 @@ import { createApiKey } from '../auth/keys.service.ts';
 import { findUserByEmail } from '../users/users.service.ts';
 import type { PlanName, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
+import { registerUserCommands } from './commands/index.ts';
 
 function config() {
   try {
@@ -151,5 +152,7 @@ admin
       return { domain: o.domain.toLowerCase(), selector: o.selector, dns_txt_name: record.name, dns_txt_value: record.value };
     }),
   );
+
+registerUserCommands(program);
 
 await program.parseAsync(process.argv);

@@ -207,9 +207,13 @@ export interface Publication extends Open {
   id: string;
   bucket_id: string;
   kind?: string;
-  publish_state: string;
-  publish_error?: unknown;
-  url?: string | null;
+  publish_state: 'queued' | 'processing' | 'ready' | 'failed' | 'unpublishing' | 'unpublished';
+  publish_error: string | null;
+  public_url: string | null;
+  access_mode: 'public' | 'password' | 'require_email';
+  /** The owner's view of a ready password-protected site. */
+  password?: string;
+  share_text?: string;
 }
 
 export interface Status extends Open {
