@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import ora from 'ora';
 import { CubbyError, type Publication } from '../../../packages/sdk/src/node.ts';
 import { walkDirectory } from '../../../packages/sdk/src/node.ts';
 import { action, type Ctx } from './context.ts';
@@ -19,6 +18,7 @@ async function spinner<T>(ctx: Ctx, text: string, work: (set: (t: string) => voi
     ctx.out.note(text);
     return work((t) => ctx.out.note(t));
   }
+  const { default: ora } = await import('ora'); // loaded only when a spinner is shown
   const s = ora({ text, stream: process.stderr, color: ctx.out.opts.color ? 'cyan' : false, isEnabled: true }).start();
   try {
     const r = await work((t) => (s.text = t));

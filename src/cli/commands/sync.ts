@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import type { Command } from 'commander';
-import cliProgress from 'cli-progress';
 import type { UploadManyResult, UploadProgress } from '../../../packages/sdk/src/node.ts';
 import { action, requireRemote, type Ctx } from './context.ts';
 import { CliError, EXIT, formatBytes, notFound, usage } from './output.ts';
@@ -20,10 +19,11 @@ export interface FolderOptions {
   batchSize?: number;
 }
 
-function progressReporter(ctx: Ctx) {
+async function progressReporter(ctx: Ctx) {
   const started = Date.now();
   if (ctx.out.json || ctx.opts.quiet) return { update: (_p: UploadProgress) => undefined, stop: () => undefined };
   if (process.stderr.isTTY) {
+    const { default: cliProgress } = await import('cli-progress'); // only on a terminal
     const bar = new cliProgress.SingleBar(
       {
         format: '{bar} {percentage}% | {value}/{total} files | {bytes} | {rate} | ETA {eta_formatted}',
@@ -80,7 +80,7 @@ export async function uploadFolder(ctx: Ctx, mailboxId: string, dir: string, pre
     abort.abort();
   };
   process.on('SIGINT', onSigint);
-  const progress = progressReporter(ctx);
+  const progress = await progressReporter(ctx);
   try {
     return await ctx.cubby().uploadDirectory(mailboxId, dir, {
       prefix,
