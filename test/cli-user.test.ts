@@ -277,9 +277,13 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
 
     const ls = await cli(['sites', 'ls', '--json'], env);
     expect(ls.json.map((p: { id: string }) => p.id)).toContain(pub.json.id);
-    const protectedSite = await cli(['publish', site, 'CLI Site', '--preview', '--password'], env);
+    const protectedSite = await cli(['publish', site, 'CLI Site', '--password'], env);
     expect(protectedSite.code, protectedSite.stderr).toBe(0);
     expect(protectedSite.stdout).toMatch(/Password: \S+/);
+    expect((await siteFetch(pub.json.public_url)).status).not.toBe(200); // now behind the password
+    const preview = await cli(['publish', site, 'CLI Site', '--preview', '--json'], env);
+    expect(preview.code, preview.stderr).toBe(0);
+    expect(preview.json).toMatchObject({ kind: 'preview', publish_state: 'ready' });
     expect((await cli(['publish', site, 'CLI Site', '--password', '--require-email'], env)).code).toBe(2);
     expect((await cli(['unpublish', 'CLI Site'], env)).code).toBe(0);
     expect((await cli(['unpublish', 'CLI Site', '--preview'], env)).code).toBe(0);

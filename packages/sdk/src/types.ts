@@ -200,7 +200,7 @@ export interface EmailDomain extends Open {
   id: string;
   hostname: string;
   status: string;
-  dns_records?: { type: string; name: string; value: string; [key: string]: unknown }[];
+  required_dns_records?: { type: string; name: string; value: string; purpose: string; [key: string]: unknown }[];
 }
 
 export interface Publication extends Open {

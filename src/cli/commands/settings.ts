@@ -145,7 +145,7 @@ export function registerSettings(program: Command): void {
       }),
     );
   const printRecords = (ctx: Parameters<Parameters<typeof action>[0]>[0], d: Record<string, unknown>) => {
-    const records = (d.dns_records ?? d.records ?? []) as { type?: string; name?: string; host?: string; value?: string; content?: string; priority?: number; purpose?: string }[];
+    const records = (d.required_dns_records ?? d.dns_records ?? []) as { type?: string; name?: string; host?: string; value?: string; content?: string; priority?: number; purpose?: string }[];
     if (!records.length) return;
     process.stdout.write('\nPublish these DNS records:\n');
     ctx.out.table(
