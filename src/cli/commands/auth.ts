@@ -104,9 +104,9 @@ export function registerAuth(program: Command): void {
         config.profiles[name] = { url, api_key: apiKey!, account_id: ctx.opts.account ?? null, client_id: clientId, user_email: status.user?.email ?? null, created_at: new Date().toISOString() };
         if (!config.profiles[config.default_profile]) config.default_profile = name;
         const file = writeConfig(config);
-        ctx.out.result({ profile: name, url, account_id: status.account.id, account_name: status.account.name, user: status.user, config: file }, () =>
-          process.stdout.write(`Signed in to ${url} as ${status.user?.email ?? 'an API key'} (account ${status.account.name}, ${status.account.id}); saved as profile "${name}".\n`),
-        );
+        // With --json, login is a stream of two JSON lines: the prompt (device flow) and this result.
+        const done = { profile: name, url, account_id: status.account.id, account_name: status.account.name, user: status.user, config: file };
+        ctx.out.item(done, `Signed in to ${url} as ${status.user?.email ?? 'an API key'} (account ${status.account.name}, ${status.account.id}); saved as profile "${name}".`);
       }),
     );
 
