@@ -114,11 +114,15 @@ export class Cubby extends CoreCubby {
   /** Uploads a folder through one upload session; `deleteMissing` makes the mailbox (under no prefix) mirror it. */
   async uploadDirectory(mailboxId: string, dir: string, opts: UploadDirectoryOptions = {}): Promise<UploadManyResult> {
     let count = 0;
-    for await (const _ of walkDirectory(dir, opts)) count++;
+    let bytes = 0;
+    for await (const f of walkDirectory(dir, opts)) {
+      count++;
+      bytes += (await fs.promises.stat(f.localPath)).size;
+    }
     const entries = async function* (): AsyncGenerator<UploadEntry> {
       for await (const f of walkDirectory(dir, opts)) yield { path: joinRemote(opts.prefix, f.relativePath), source: fileSource(f.localPath) };
     };
-    return this.uploadMany(mailboxId, entries(), { expectedFileCount: count, ...opts });
+    return this.uploadMany(mailboxId, entries(), { expectedFileCount: count, expectedBytes: bytes, ...opts });
   }
 
   /** Writes a file's current version to `localPath`, streamed. */

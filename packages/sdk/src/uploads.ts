@@ -47,6 +47,8 @@ export interface UploadManyOptions {
   /** Makes starting idempotent and an interrupted run resumable: the same key returns the pending session. */
   clientSessionKey?: string;
   expectedFileCount?: number;
+  /** Total bytes, when known up front (progress shows it from the start). */
+  expectedBytes?: number;
   onProgress?: (p: UploadProgress) => void;
   accountId?: string;
   reason?: string;
@@ -196,7 +198,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
     },
   });
   const sessionId = started.mailbox_upload_session.id;
-  const progress: UploadProgress = { phase: 'hashing', filesTotal: opts.expectedFileCount ?? null, filesDone: 0, filesSkipped: 0, bytesTotal: 0, bytesDone: 0 };
+  const progress: UploadProgress = { phase: 'hashing', filesTotal: opts.expectedFileCount ?? null, filesDone: 0, filesSkipped: 0, bytesTotal: opts.expectedBytes ?? 0, bytesDone: 0 };
   const report = (phase: UploadProgress['phase'], path?: string) => opts.onProgress?.({ ...progress, phase, ...(path ? { path } : {}) });
   let uploaded = 0;
   let skipped = 0;
@@ -218,7 +220,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       const batch = await Promise.all(raw.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
       report('hashing', batch[0]?.path);
       const { res, files } = await declare(batch);
-      for (const f of files) progress.bytesTotal += f.byte_size;
+      if (opts.expectedBytes === undefined) for (const f of files) progress.bytesTotal += f.byte_size;
       const skippedHere = res.skipped?.length ?? 0;
       skipped += skippedHere;
       progress.filesSkipped += skippedHere;

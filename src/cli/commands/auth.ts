@@ -43,13 +43,13 @@ export function registerAuth(program: Command): void {
   program
     .command('login')
     .description('Sign in with your browser (OAuth device flow) and save the key under a profile')
-    .option('--url <url>', 'where Cubby runs (default: the profile\'s, CUBBY_URL, or http://127.0.0.1:8080)')
     .option('--no-browser', 'do not try to open a browser; just print the URL')
     .option('--with-api-key <key>', 'save an existing API key instead of signing in')
     .addHelpText('after', '\nExamples:\n  cubby login --url https://cubby.example.com\n  cubby login --profile work --url https://cubby.example.com\n  cubby login --with-api-key cbk_… --url http://127.0.0.1:8080')
     .action(
-      action(async (ctx, o: { url?: string; browser: boolean; withApiKey?: string }) => {
-        const url = (o.url ?? ctx.opts.url ?? process.env.CUBBY_URL ?? ctx.profile?.url ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
+      action(async (ctx, o: { browser: boolean; withApiKey?: string }) => {
+        // --url (a common option): where Cubby runs; default the profile's, CUBBY_URL, or a local server.
+        const url = (ctx.opts.url ?? process.env.CUBBY_URL ?? ctx.profile?.url ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
         let apiKey: string;
         let clientId: string | null = null;
         if (o.withApiKey) {

@@ -20,9 +20,15 @@ function exitCodes(cmd: Command): void {
   for (const sub of cmd.commands) exitCodes(sub);
 }
 
-export function registerUserCommands(program: Command): void {
-  program
-    .version(CLIENT_VERSION, '-V, --version', 'print the version')
+/** The options every user command takes, added to each command itself: the operator's `admin`
+ * commands have options of the same names (--account) with other meanings, so they are not
+ * program-wide. */
+function addCommonOptions(cmd: Command): void {
+  if (cmd.commands.length) {
+    for (const sub of cmd.commands) addCommonOptions(sub);
+    return;
+  }
+  cmd
     .option('--json', 'print JSON (one document, or JSON lines for streams)')
     .option('-q, --quiet', 'print only results, no notes or progress')
     .option('--no-color', 'no colours (also with NO_COLOR set, or when not a terminal)')
@@ -30,6 +36,11 @@ export function registerUserCommands(program: Command): void {
     .option('--account <id>', 'act on another account the key was granted (CUBBY_ACCOUNT)')
     .addOption(new Option('--url <url>', 'Cubby server URL (CUBBY_URL)'))
     .addOption(new Option('--api-key <key>', 'API key (CUBBY_API_KEY)'));
+}
+
+export function registerUserCommands(program: Command): void {
+  program.version(CLIENT_VERSION, '-V, --version', 'print the version');
+  const before = new Set(program.commands);
   registerAuth(program);
   registerMailboxes(program);
   registerFiles(program);
@@ -37,8 +48,12 @@ export function registerUserCommands(program: Command): void {
   registerMail(program);
   registerSites(program);
   registerSettings(program);
+  for (const cmd of program.commands) if (!before.has(cmd)) addCommonOptions(cmd);
   registerCompletion(program);
   program.showSuggestionAfterError(true);
-  program.addHelpText('after', '\nStart with `cubby login`, then `cubby ls`. `cubby help COMMAND` shows examples.\nExit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 permission, 5 conflict, 75 temporary (retry later).');
+  program.addHelpText(
+    'after',
+    '\nStart with `cubby login`, then `cubby ls`. `cubby help COMMAND` shows examples.\nEvery user command takes --json, --quiet, --profile, --account, --url, --api-key.\nExit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 permission, 5 conflict, 75 temporary (retry later).',
+  );
   exitCodes(program);
 }

@@ -105,7 +105,7 @@ export function reportError(err: unknown, json: boolean): number {
 }
 
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
+  if (n < 1024) return `${Math.round(n)} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let v = n;
   let i = -1;

@@ -121,7 +121,7 @@ export function registerSync(program: Command): void {
         const result = await uploadFolder(ctx, box.id, dir, prefix, { deleteMissing: o.delete, concurrency: Number(o.concurrency), batchSize: Number(o.batchSize) });
         const seconds = (Date.now() - started) / 1000;
         ctx.out.result({ mailbox_id: box.id, prefix, uploaded: result.uploaded, skipped: result.skipped, bytes: result.bytes, seconds, session_id: result.sessionId, session: result.session }, () =>
-          process.stdout.write(`Synced ${dir} → ${box.title ?? box.id}:${prefix}: ${result.uploaded} uploaded, ${result.skipped} unchanged, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s\n`),
+          process.stdout.write(`Synced ${dir} → ${box.title ?? box.id}:${prefix} (${result.uploaded} uploaded, ${result.skipped} unchanged, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s)\n`),
         );
       }),
     );
