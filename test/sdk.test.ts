@@ -284,7 +284,15 @@ describe('@cubby/sdk', () => {
   it('addresses, domains and sites', async () => {
     const box = await cubby.mailboxes.create({ title: `Site ${Date.now()}` });
     const settings = await cubby.addresses.get(box.id);
-    expect(JSON.stringify(settings)).toContain(box.email.address!);
+    expect(settings.address).toBe(box.email.address);
+    const withAlias = await cubby.addresses.addAlias(box.id, { username: 'extra' });
+    const alias = withAlias.aliases[0]!;
+    expect(alias.address).toMatch(/^extra/);
+    expect(await cubby.addresses.removeAlias(box.id, alias.id)).toMatchObject({ deleted: true, id: alias.id });
+    const allow = await cubby.addresses.setAllowlist(box.id, { enabled: true, entries: ['example.com'] }, settings.sender_allowlist!.version);
+    expect(allow.sender_allowlist).toMatchObject({ enabled: true, entries: ['example.com'] });
+    const rotated = await cubby.addresses.rotate(box.id, { confirm: true, expected_address: settings.address!, keep_old_as_alias: false } as never);
+    expect(rotated.address).not.toBe(settings.address);
 
     const pilot = client((await app.user({ plan: 'pilot' })).key); // custom domains are a pilot feature
     const domain = await pilot.domains.create(`mail-${Date.now()}.example.org`);
@@ -302,6 +310,9 @@ describe('@cubby/sdk', () => {
     expect(settled.public_url).toMatch(/^http/);
     expect((await cubby.publications.forMailbox(box.id)).publication?.id).toBe(queued.id);
     expect((await cubby.publications.list({ bucket_id: box.id }).toArray()).map((p) => p.id)).toContain(queued.id);
+    const preview = await cubby.publications.preview(box.id, {});
+    expect((await cubby.publications.waitUntilSettled(preview.id, { intervalMs: 50 })).kind).toBe('preview');
+    await cubby.publications.unpublishPreview(box.id);
     await cubby.publications.unpublish(box.id);
     const after = await cubby.publications.waitUntilSettled(queued.id, { intervalMs: 50 });
     expect(after.publish_state).toBe('unpublished');

@@ -193,7 +193,10 @@ export interface LiveTicket {
 }
 
 export interface EmailSettings extends Open {
-  address: string | null;
+  address?: string;
+  username: string | null;
+  aliases: { id: string; address: string; active: boolean }[];
+  sender_allowlist?: { enabled: boolean; entries: string[]; version: string } & Open;
 }
 
 export interface EmailDomain extends Open {
