@@ -4,6 +4,7 @@ import path from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cubby, CubbyError, WebhookVerificationError, verifyWebhook } from '../packages/sdk/src/node.ts';
+import { digestBytes } from '../packages/sdk/src/hashing.ts';
 import type { TestApp, TestUser } from './harness.ts';
 import { makeCert, Receiver, startHookApp, type TestCert } from './webhook-receiver.ts';
 import { labelNow, sendMail } from './smtp-helpers.ts';
@@ -160,6 +161,42 @@ describe('@cubby/sdk', () => {
     const again = await cubby.uploadDirectory(box.id, dir, { prefix: 'site' });
     expect(again).toMatchObject({ uploaded: 0, skipped: 300 });
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a file that changes between hashing and upload is hashed, declared and uploaded again', async () => {
+    const box = await cubby.mailboxes.create({ title: `Changing ${Date.now()}` });
+    // A source whose content changes once, right after it was first hashed (as a file being written to).
+    const changing = () => {
+      let content = 'before the edit';
+      let hashed = 0;
+      return {
+        async digests() {
+          hashed++;
+          return digestBytes(new TextEncoder().encode(content));
+        },
+        async open() {
+          const body = new TextEncoder().encode(content === 'before the edit' ? 'after the edit!!' : content);
+          content = 'after the edit!!';
+          return body;
+        },
+        get hashed() {
+          return hashed;
+        },
+      };
+    };
+    const single = changing();
+    const saved = await cubby.uploadFile(box.id, 'single.txt', single);
+    expect(single.hashed).toBe(2);
+    expect(new TextDecoder().decode(await cubby.files.read(box.id, saved.file.id))).toBe('after the edit!!');
+
+    const inSession = changing();
+    const result = await cubby.uploadMany(box.id, [
+      { path: 'batch/changing.txt', source: inSession },
+      { path: 'batch/steady.txt', source: 'steady' },
+    ]);
+    expect(result.uploaded).toBe(2);
+    expect(inSession.hashed).toBe(2);
+    expect(new TextDecoder().decode(await cubby.files.read(box.id, (await cubby.files.byPath(box.id, 'batch/changing.txt')).id))).toBe('after the edit!!');
   });
 
   it('emails: poll from a saved cursor, read, mark, raw, attachments, send and reply', async () => {
