@@ -7,7 +7,7 @@ import type { UploadInput } from './sources.ts';
 import { verifyWebhook, type HeaderBag, type VerifyOptions } from './webhooks.ts';
 import { subscribe, type SubscribeOptions, type Subscription, type WebSocketConstructor } from './live.ts';
 import type * as T from './types.ts';
-import type { BodyOf, CallOptions, Out, QueryOf } from './types.ts';
+import type { BodyOf, CallOptions, ItemOf, Out, QueryOf } from './types.ts';
 
 // The client: one method per operation of both surfaces, grouped by resource. Mailbox-scoped
 // operations take the mailbox id first. Lists return PageIterators (for await … of). Inputs use
@@ -91,24 +91,24 @@ export class Cubby {
 
   // ── mailboxes ───────────────────────────────────────────────────────────
   readonly mailboxes = {
-    list: (q: Omit<QueryOf<MailboxesPaths, 'get'>, 'cursor' | 'account_id' | 'reason'> = {}, o?: CallOptions) => this.list<T.Mailbox>('/v1/mailboxes', 'mailboxes', q, o),
+    list: (q: Omit<QueryOf<MailboxesPaths, 'get'>, 'cursor' | 'account_id' | 'reason'> = {}, o?: CallOptions) => this.list<ItemOf<'/v1/mailboxes', 'get', 'mailboxes', T.Mailbox>>('/v1/mailboxes', 'mailboxes', q, o),
     /** Never retried automatically (a retry could create a second mailbox). */
     create: (mailbox: { title?: string; description?: string; metadata?: Record<string, unknown>; email?: { username?: string; domain?: string } } = {}, o?: CallOptions) =>
-      this.write<{ mailbox: T.Mailbox }>('POST', '/v1/mailboxes', { mailbox }, { ...o, retry: false }).then((d) => d.mailbox),
-    get: (mailboxId: string, o?: CallOptions) => this.get<{ mailbox: T.Mailbox }>(`/v1/mailboxes/${enc(mailboxId)}`, {}, o).then((d) => d.mailbox),
+      this.write<Out<'/v1/mailboxes', 'post', { mailbox: T.Mailbox }>>('POST', '/v1/mailboxes', { mailbox }, { ...o, retry: false }).then((d) => d.mailbox),
+    get: (mailboxId: string, o?: CallOptions) => this.get<Out<MailboxPath, 'get', { mailbox: T.Mailbox }>>(`/v1/mailboxes/${enc(mailboxId)}`, {}, o).then((d) => d.mailbox),
     update: (mailboxId: string, mailbox: BodyOf<MailboxPath, 'patch'>['mailbox'], opts: CallOptions & { expectedMetadataVersion?: string } = {}) =>
-      this.write<{ mailbox: T.Mailbox }>('PATCH', `/v1/mailboxes/${enc(mailboxId)}`, { mailbox, ...(opts.expectedMetadataVersion ? { expected_metadata_version: opts.expectedMetadataVersion } : {}) }, opts).then((d) => d.mailbox),
+      this.write<Out<MailboxPath, 'patch', { mailbox: T.Mailbox }>>('PATCH', `/v1/mailboxes/${enc(mailboxId)}`, { mailbox, ...(opts.expectedMetadataVersion ? { expected_metadata_version: opts.expectedMetadataVersion } : {}) }, opts).then((d) => d.mailbox),
     archive: (mailboxId: string, o?: CallOptions) => this.write<{ mailbox: T.Mailbox }>('POST', `/v1/mailboxes/${enc(mailboxId)}/archive`, {}, { ...o, retry: true }).then((d) => d.mailbox),
     unarchive: (mailboxId: string, o?: CallOptions) => this.write<{ mailbox: T.Mailbox }>('POST', `/v1/mailboxes/${enc(mailboxId)}/unarchive`, {}, { ...o, retry: true }).then((d) => d.mailbox),
     /** The mailbox must be archived; `confirmation` is the string the service asks for (see the error's details). */
-    delete: (mailboxId: string, confirmation: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/v1/mailboxes/${enc(mailboxId)}`, { confirmation }, o),
+    delete: (mailboxId: string, confirmation: string, o?: CallOptions) => this.write<Out<MailboxPath, 'delete', T.Deleted>>('DELETE', `/v1/mailboxes/${enc(mailboxId)}`, { confirmation }, o),
   };
 
   // ── files ───────────────────────────────────────────────────────────────
   readonly files = {
-    list: (mailboxId: string, q: { q?: string; folder?: string; limit?: number } = {}, o?: CallOptions) => this.list<T.MailboxFile>(`/v1/mailboxes/${enc(mailboxId)}/files`, 'files', q, o),
-    get: (mailboxId: string, fileId: string, o?: CallOptions) => this.get<{ file: T.MailboxFile }>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}`, {}, o).then((d) => d.file),
-    byPath: (mailboxId: string, path: string, o?: CallOptions) => this.get<{ file: T.MailboxFile }>(`/v1/mailboxes/${enc(mailboxId)}/files/by_path`, { path }, o).then((d) => d.file),
+    list: (mailboxId: string, q: { q?: string; folder?: string; limit?: number } = {}, o?: CallOptions) => this.list<ItemOf<'/v1/mailboxes/{mailbox_id}/files', 'get', 'files', T.MailboxFile>>(`/v1/mailboxes/${enc(mailboxId)}/files`, 'files', q, o),
+    get: (mailboxId: string, fileId: string, o?: CallOptions) => this.get<Out<'/v1/mailboxes/{mailbox_id}/files/{file_id}', 'get', { file: T.MailboxFile }>>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}`, {}, o).then((d) => d.file),
+    byPath: (mailboxId: string, path: string, o?: CallOptions) => this.get<Out<'/v1/mailboxes/{mailbox_id}/files/by_path', 'get', { file: T.MailboxFile }>>(`/v1/mailboxes/${enc(mailboxId)}/files/by_path`, { path }, o).then((d) => d.file),
     /** A signed, expiring link to the current version's bytes. */
     downloadLink: (mailboxId: string, fileId: string, o?: CallOptions) => this.get<{ download: T.DownloadLink }>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/download`, {}, o).then((d) => d.download),
     /** The current version's bytes. */
@@ -125,7 +125,7 @@ export class Cubby {
     copy: (mailboxId: string, fileId: string, path: string, o?: CallOptions) => this.write<T.FileWrite>('POST', `/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/copy`, { path }, o),
     delete: (mailboxId: string, fileId: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}`, {}, o),
     setRead: (mailboxId: string, fileId: string, read: boolean, o?: CallOptions) => this.write<{ file: T.MailboxFile }>('PATCH', `/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}`, { read }, o).then((d) => d.file),
-    versions: (mailboxId: string, fileId: string, q: { limit?: number } = {}, o?: CallOptions) => this.list<T.FileVersion>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/versions`, 'versions', q, o),
+    versions: (mailboxId: string, fileId: string, q: { limit?: number } = {}, o?: CallOptions) => this.list<ItemOf<'/v1/mailboxes/{mailbox_id}/files/{file_id}/versions', 'get', 'versions', T.FileVersion>>(`/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/versions`, 'versions', q, o),
     restore: (mailboxId: string, fileId: string, versionId: string, o?: CallOptions) => this.write<T.FileWrite>('POST', `/v1/mailboxes/${enc(mailboxId)}/files/${enc(fileId)}/versions/${enc(versionId)}/restore`, {}, o),
   };
 
@@ -156,7 +156,7 @@ export class Cubby {
   // ── emails ──────────────────────────────────────────────────────────────
   readonly emails = {
     list: (mailboxId: string, q: Omit<QueryOf<'/v1/mailboxes/{mailbox_id}/emails', 'get'>, 'cursor' | 'account_id' | 'reason'> = {}, o?: CallOptions) =>
-      this.list<T.EmailSummary>(`/v1/mailboxes/${enc(mailboxId)}/emails`, 'emails', q, o),
+      this.list<ItemOf<'/v1/mailboxes/{mailbox_id}/emails', 'get', 'emails', T.EmailSummary>>(`/v1/mailboxes/${enc(mailboxId)}/emails`, 'emails', q, o),
     /**
      * Polling: emails oldest first from `cursor` (a saved `.cursor` of an earlier poll, or null for
      * the beginning). After iterating, save `.cursor` (it is kept on empty pages) and pass it next time
@@ -164,7 +164,7 @@ export class Cubby {
      */
     poll: (mailboxId: string, cursor: string | null, q: Omit<QueryOf<'/v1/mailboxes/{mailbox_id}/emails', 'get'>, 'cursor' | 'order' | 'account_id' | 'reason'> = {}, o?: CallOptions) =>
       this.list<T.EmailSummary>(`/v1/mailboxes/${enc(mailboxId)}/emails`, 'emails', { ...q, order: 'asc' }, o, cursor, true),
-    get: (mailboxId: string, emailId: string, o?: CallOptions) => this.get<{ email: T.EmailDetail }>(`/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}`, {}, o).then((d) => d.email),
+    get: (mailboxId: string, emailId: string, o?: CallOptions) => this.get<Out<'/v1/mailboxes/{mailbox_id}/emails/{email_id}', 'get', { email: T.EmailDetail }>>(`/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}`, {}, o).then((d) => d.email),
     setRead: (mailboxId: string, emailId: string, read: boolean, o?: CallOptions) => this.write<{ email: T.EmailSummary }>('PATCH', `/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}`, { read }, o).then((d) => d.email),
     delete: (mailboxId: string, emailId: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/v1/mailboxes/${enc(mailboxId)}/emails/${enc(emailId)}`, {}, o),
     /** A temporary link to the original message (.eml). */
@@ -194,7 +194,7 @@ export class Cubby {
 
   // ── webhooks ────────────────────────────────────────────────────────────
   readonly webhooks = {
-    get: (mailboxId: string, o?: CallOptions) => this.get<{ webhook: T.Webhook | null }>(`/v1/mailboxes/${enc(mailboxId)}/email/webhook`, {}, o).then((d) => d.webhook),
+    get: (mailboxId: string, o?: CallOptions) => this.get<Out<'/v1/mailboxes/{mailbox_id}/email/webhook', 'get', { webhook: T.Webhook | null }>>(`/v1/mailboxes/${enc(mailboxId)}/email/webhook`, {}, o).then((d) => d.webhook),
     /** Sets the URL; the answer has `signing_secret` once, when one was made (new URL or rotateSecret). */
     set: (mailboxId: string, url: string, opts: CallOptions & { rotateSecret?: boolean } = {}) =>
       this.write<{ webhook: T.Webhook }>('PUT', `/v1/mailboxes/${enc(mailboxId)}/email/webhook`, { webhook_url: url, ...(opts.rotateSecret ? { rotate_secret: true } : {}) }, opts).then((d) => d.webhook),
@@ -216,7 +216,7 @@ export class Cubby {
 
   // ── email domains ───────────────────────────────────────────────────────
   readonly domains = {
-    list: (q: { limit?: number } = {}, o?: CallOptions) => this.list<T.EmailDomain>('/v1/account/email_domains', 'domains', q, o),
+    list: (q: { limit?: number } = {}, o?: CallOptions) => this.list<ItemOf<'/v1/account/email_domains', 'get', 'domains', T.EmailDomain>>('/v1/account/email_domains', 'domains', q, o),
     create: (hostname: string, o?: CallOptions) => this.write<{ domain: T.EmailDomain }>('POST', '/v1/account/email_domains', { hostname }, o).then((d) => d.domain),
     check: (hostname: string, o?: CallOptions) => this.write<Record<string, unknown>>('POST', '/v1/account/email_domains/check', { hostname }, { ...o, retry: true }),
     get: (domainId: string, o?: CallOptions) => this.get<{ domain: T.EmailDomain }>(`/v1/account/email_domains/${enc(domainId)}`, {}, o).then((d) => d.domain),
@@ -229,8 +229,8 @@ export class Cubby {
     publish: (mailboxId: string, body: PublishOptions = {}, o?: CallOptions) => this.write<{ publication: T.Publication }>('POST', `/api/v1/buckets/${enc(mailboxId)}/publication`, body, o).then((d) => d.publication),
     preview: (mailboxId: string, body: PublishOptions = {}, o?: CallOptions) => this.write<{ publication: T.Publication }>('POST', `/api/v1/buckets/${enc(mailboxId)}/publication/preview`, body, o).then((d) => d.publication),
     forMailbox: (mailboxId: string, o?: CallOptions) => this.get<{ publication: T.Publication | null; preview: T.Publication | null }>(`/api/v1/buckets/${enc(mailboxId)}/publication`, {}, o),
-    get: (publicationId: string, o?: CallOptions) => this.get<{ publication: T.Publication }>(`/api/v1/publications/${enc(publicationId)}`, {}, o).then((d) => d.publication),
-    list: (q: { bucket_id?: string; kind?: 'main' | 'preview'; limit?: number } = {}, o?: CallOptions) => this.list<T.Publication>('/api/v1/publications', 'publications', q, o),
+    get: (publicationId: string, o?: CallOptions) => this.get<Out<'/api/v1/publications/{id}', 'get', { publication: T.Publication }>>(`/api/v1/publications/${enc(publicationId)}`, {}, o).then((d) => d.publication),
+    list: (q: { bucket_id?: string; kind?: 'main' | 'preview'; limit?: number } = {}, o?: CallOptions) => this.list<ItemOf<'/api/v1/publications', 'get', 'publications', T.Publication>>('/api/v1/publications', 'publications', q, o),
     unpublish: (mailboxId: string, o?: CallOptions) => this.write<{ publication: T.Publication | null }>('DELETE', `/api/v1/buckets/${enc(mailboxId)}/publication`, {}, o),
     unpublishPreview: (mailboxId: string, o?: CallOptions) => this.write<{ publication: T.Publication | null }>('DELETE', `/api/v1/buckets/${enc(mailboxId)}/publication/preview`, {}, o),
     retry: (mailboxId: string, o?: CallOptions) => this.write<{ publication: T.Publication }>('POST', `/api/v1/buckets/${enc(mailboxId)}/publication/retry`, {}, o).then((d) => d.publication),

@@ -26,6 +26,10 @@ export type Out<P extends keyof Paths, M extends Method, Fallback> = [SuccessJso
   ? Fallback
   : Unwrapped<SuccessJson<Op<P, M> extends { responses: infer R } ? R : never>>;
 
+/** One item of a documented list (`key` of the answer), or `Fallback` while the answer is undocumented. */
+export type ItemOf<P extends keyof Paths, M extends Method, K extends string, Fallback> =
+  Out<P, M, { [k in K]: Fallback[] }> extends { [k in K]: (infer I)[] } ? I : Fallback;
+
 /** Options every call takes: another granted account for this request, and the reason recorded in the activity log. */
 export interface CallOptions {
   accountId?: string;
