@@ -175,6 +175,19 @@ export function subscribe(transport: Transport, mailboxId: string, onEmail: (ema
   };
 
   void (async () => {
+    // Starting "now": walk to the end of the list before connecting, so that the catch-up after
+    // the subscription is confirmed delivers everything that arrives from here on (mail arriving
+    // while this walk runs included).
+    if (draining) {
+      try {
+        await catchUp();
+      } catch (err) {
+        closed = true;
+        opts.onState?.('closed', { reason: err instanceof CubbyError ? err.code : 'error' });
+        readyReject(err);
+        return;
+      }
+    }
     for (let attempt = 0; !closed; attempt++) {
       opts.onState?.('connecting', { attempt });
       let reason: string;
