@@ -3,13 +3,16 @@
 //   (a) 1,000 × 4 KiB random files through one surface A upload session, as the CLI does it:
 //       descriptors in batches of 12, PUTs 8 at a time with exactly the returned headers,
 //       finalize_batch 12 after each batch, then finalize {complete:true} until not pending.
+//   (c) the same through the real CLI: `cubby sync DIR MAILBOX:` of SMALL_FILES × 4 KiB files on
+//       disk, and `cubby cp` of the 1 GiB file, each a child process timed from spawn to exit
+//       (its start-up included), beside (a) and (b) of the same run. CLI=0 skips it.
 //   (b) one 1 GiB PUT of random data (generated into /dev/shm first) and its download through
 //       the download link, with the server's RSS; and `dd … conv=fsync` of the same bytes to the
 //       same folder just before and just after the PUT, as the limit (their mean).
 // Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof").
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -97,6 +100,43 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
     phases_s: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(v, 3)])),
     phases_server_main_thread_cpu_s: Object.fromEntries(Object.entries(phaseCpu).map(([k, v]) => [k, round(v, 2)])),
   };
+}
+
+/** Runs `cubby ARGS` against the server; wall time from spawn to exit, and its JSON answer. */
+async function cubbyCli(server: ServeProcess, key: string, args: string[]): Promise<{ s: number; json: any }> {
+  const t = performance.now();
+  const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../bin/cubby.js'), ...args, '--json'], {
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), CUBBY_URL: server.base, CUBBY_API_KEY: key, CUBBY_CONFIG_DIR: path.join(os.tmpdir(), `cubby-bench-cli-${process.pid}`) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  if (code !== 0) throw new Error(`cubby ${args.join(' ')}: exit ${code}: ${err}`);
+  return { s: (performance.now() - t) / 1000, json: JSON.parse(out) };
+}
+
+/** (c) The CLI: sync of small files from disk, and cp of the large file. */
+async function cliFigures(server: ServeProcess, api: ReturnType<typeof client>, key: string, runDir: string, largeFile: string | null) {
+  const dir = path.join(runDir, 'cli-small');
+  for (let i = 0; i < SMALL_FILES; i++) {
+    const sub = path.join(dir, String(Math.floor(i / 100)).padStart(2, '0'));
+    if (i % 100 === 0) fs.mkdirSync(sub, { recursive: true });
+    fs.writeFileSync(path.join(sub, `f-${String(i).padStart(4, '0')}.bin`), randomBytes(SMALL_BYTES));
+  }
+  const box = (await api('POST', '/api/v1/buckets', { bucket: { title: `bench cli ${Date.now()}` } })).data.bucket;
+  const sync = await cubbyCli(server, key, ['sync', dir, `${box.id}:`]);
+  if (sync.json.uploaded !== SMALL_FILES) throw new Error(`cli sync uploaded ${sync.json.uploaded}`);
+  const out: Record<string, unknown> = { sync_wall_s: round(sync.s, 3), sync_files_per_s: round(SMALL_FILES / sync.s, 0) };
+  if (largeFile) {
+    const cp = await cubbyCli(server, key, ['cp', largeFile, `${box.id}:large.bin`]);
+    if (!cp.json.file) throw new Error('cli cp saved nothing');
+    out.cp_large_wall_s = round(cp.s, 3);
+    out.cp_large_mb_s = round(LARGE_BYTES / MB / cp.s, 0);
+  }
+  return out;
 }
 
 /** 1 GiB of random bytes in /dev/shm (AES-CTR keystream), with its digests. */
@@ -211,6 +251,16 @@ async function main() {
     log(`    dd again: ${ddAfter.mb_s} MB/s`);
     const ddMean = round((ddBefore.mb_s + ddAfter.mb_s) / 2, 0);
 
+    let cli: Record<string, unknown> | null = null;
+    if (process.env.CLI !== '0') {
+      log(`(c) the CLI: cubby sync of ${SMALL_FILES} files, cubby cp of ${LARGE_MIB} MiB`);
+      cli = await cliFigures(server, api, key, runDir, shmFile);
+      cli.sync_to_api_ratio = round(Number(cli.sync_files_per_s) / small.files_per_s, 2);
+      if (cli.cp_large_mb_s !== undefined) cli.cp_to_put_ratio = round(Number(cli.cp_large_mb_s) / large.put_mb_s, 2);
+      cli.goal_ratio = 0.8;
+      log(`    sync ${cli.sync_files_per_s} files/s (${cli.sync_to_api_ratio}× the API figure), cp ${cli.cp_large_mb_s} MB/s (${cli.cp_to_put_ratio}×)`);
+    }
+
     const result = {
       bench: 'uploads',
       at: new Date().toISOString(),
@@ -221,6 +271,7 @@ async function main() {
       large_file: large,
       dd_random_fsync: { mb_s: ddMean, before: ddBefore, after: ddAfter },
       put_to_dd_ratio: round(large.put_mb_s / ddMean, 2),
+      cli,
       goal_put_to_dd_ratio: 0.7,
       goal_server_rss_growth_mib: 100,
     };

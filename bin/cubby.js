@@ -3,4 +3,8 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../src/cli/main.ts');
+// The user commands (over the SDK) start without loading the server's modules; serve, admin,
+// help and --version go through the full program.
+const first = process.argv[2];
+const full = first === undefined || first.startsWith('-') || ['serve', 'admin', 'help'].includes(first);
+await import(full ? '../src/cli/main.ts' : '../src/cli/user-main.ts');

@@ -10,6 +10,7 @@ import { BackupError } from '../backup/manifest.ts';
 import { SERVER_VERSION } from '../version.ts';
 import { registerAccountAdminCommands } from './accounts-admin.ts';
 import { missingDatabaseMessage } from './database-check.ts';
+import { registerUserCommands } from './commands/index.ts';
 
 function config() {
   try {
@@ -263,5 +264,6 @@ admin
       await database.close();
     }
   });
+registerUserCommands(program);
 
 await program.parseAsync(process.argv);

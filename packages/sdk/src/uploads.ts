@@ -1,0 +1,286 @@
+import { CubbyError, errorFromResponse } from './errors.ts';
+import type { FetchLike, Transport } from './http.ts';
+import type { HasherFactory } from './hashing.ts';
+import { guessContentType, toSource, type UploadInput, type UploadSource } from './sources.ts';
+import type { DirectUpload, FileWrite, UploadSession, UploadSessionResponse, UploadTarget } from './types.ts';
+
+// Uploads: one file through a direct upload (declare with checksums, PUT the bytes to the
+// returned URL with exactly its headers, save), and many through one upload session (declare in
+// batches, PUT in parallel, save each batch with finalize_batch, then finalize). The session
+// takes the mailbox's write lock; any failure or abort cancels it so that no lock is left behind
+// (what was saved stays saved, and a re-run skips identical files).
+
+export interface UploadProgress {
+  phase: 'hashing' | 'uploading' | 'saving' | 'finalizing' | 'done';
+  filesTotal: number | null;
+  filesDone: number;
+  filesSkipped: number;
+  bytesTotal: number;
+  bytesDone: number;
+  path?: string;
+}
+
+export interface UploadFileOptions {
+  contentType?: string;
+  /** `skip` leaves an existing file at the path alone. */
+  existingFilePolicy?: 'replace' | 'skip';
+  expectedMailboxVersion?: string;
+  onProgress?: (p: UploadProgress) => void;
+  accountId?: string;
+  reason?: string;
+  signal?: AbortSignal;
+}
+
+export interface UploadEntry {
+  /** Path inside the mailbox. */
+  path: string;
+  source: UploadInput;
+}
+
+export interface UploadManyOptions {
+  /** Delete files the session did not name (not `_email/`; needs mailbox-admin). */
+  deleteMissing?: boolean;
+  /** Files per declaration and per finalize_batch (1–100, default 50). */
+  batchSize?: number;
+  /** Parallel PUTs (default 8). */
+  concurrency?: number;
+  /** Makes starting idempotent and an interrupted run resumable: the same key returns the pending session. */
+  clientSessionKey?: string;
+  expectedFileCount?: number;
+  /** Total bytes, when known up front (progress shows it from the start). */
+  expectedBytes?: number;
+  onProgress?: (p: UploadProgress) => void;
+  accountId?: string;
+  reason?: string;
+  signal?: AbortSignal;
+}
+
+export interface UploadManyResult {
+  sessionId: string;
+  uploaded: number;
+  skipped: number;
+  bytes: number;
+  session: UploadSession;
+}
+
+export interface UploadContext {
+  transport: Transport;
+  fetch: FetchLike;
+  hasher: HasherFactory;
+  sleep: (ms: number) => Promise<void>;
+}
+
+const MAX_CHECKSUM_RETRIES = 2;
+
+async function put(ctx: UploadContext, target: UploadTarget, source: UploadSource, signal?: AbortSignal): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const body = await source.open();
+    const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: target.headers, body: body as BodyInit, signal };
+    if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) init.duplex = 'half';
+    let res: Response;
+    try {
+      res = await ctx.fetch(target.url, init);
+    } catch (err) {
+      if (signal?.aborted || attempt >= 2) throw new CubbyError({ code: 'NETWORK_ERROR', status: 0, message: `upload failed: ${(err as Error).message}`, cause: err });
+      continue;
+    }
+    const text = await res.text();
+    if (res.ok) return;
+    let parsed: any;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const error = errorFromResponse(res.status, res.headers, parsed, text);
+    if ((res.status === 503 || res.status === 429) && attempt < 3) {
+      await ctx.sleep((error.retryAfter ?? 1) * 1000);
+      continue;
+    }
+    throw error;
+  }
+}
+
+/** Uploads one file: direct upload, PUT, save. Identical content at the path is skipped. */
+export async function uploadFile(ctx: UploadContext, mailboxId: string, path: string, input: UploadInput, opts: UploadFileOptions = {}): Promise<FileWrite> {
+  const source = await toSource(input, ctx.hasher);
+  const common = { ...(opts.accountId ? { account_id: opts.accountId } : {}), ...(opts.reason ? { reason: opts.reason } : {}) };
+  for (let attempt = 0; ; attempt++) {
+    opts.onProgress?.({ phase: 'hashing', filesTotal: 1, filesDone: 0, filesSkipped: 0, bytesTotal: 0, bytesDone: 0, path });
+    const d = await source.digests();
+    const step1 = await ctx.transport.data<DirectUpload>({
+      method: 'POST',
+      path: '/v1/direct_uploads',
+      retry: true, // declaring twice only makes a second unused upload row
+      signal: opts.signal,
+      body: {
+        mailbox_id: mailboxId,
+        path,
+        ...(opts.existingFilePolicy ? { existing_file_policy: opts.existingFilePolicy } : {}),
+        blob: { filename: path.split('/').pop(), byte_size: d.size, checksum: d.md5Base64, content_type: opts.contentType ?? source.contentType ?? guessContentType(path), sha256: d.sha256Hex, purpose: 'mailbox_file' },
+        ...common,
+      },
+    });
+    if (step1.skipped) {
+      opts.onProgress?.({ phase: 'done', filesTotal: 1, filesDone: 1, filesSkipped: 1, bytesTotal: d.size, bytesDone: d.size, path });
+      return { ...step1, file: step1.file!, version: (step1.version as FileWrite['version']) ?? null, skipped: true, duplicate: Boolean(step1.duplicate) } as FileWrite;
+    }
+    opts.onProgress?.({ phase: 'uploading', filesTotal: 1, filesDone: 0, filesSkipped: 0, bytesTotal: d.size, bytesDone: 0, path });
+    try {
+      await put(ctx, step1.direct_upload!, source, opts.signal);
+    } catch (err) {
+      // The bytes changed after they were hashed: hash again and declare again.
+      if (err instanceof CubbyError && err.code === 'UPLOAD_CHECKSUM_MISMATCH' && attempt < MAX_CHECKSUM_RETRIES) continue;
+      throw err;
+    }
+    opts.onProgress?.({ phase: 'saving', filesTotal: 1, filesDone: 0, filesSkipped: 0, bytesTotal: d.size, bytesDone: d.size, path });
+    const saved = await ctx.transport.data<FileWrite>({
+      method: 'POST',
+      path: `/v1/mailboxes/${mailboxId}/files`,
+      retry: true, // saving the same blob again is a duplicate, never a second version
+      signal: opts.signal,
+      body: { path, signed_blob_id: step1.signed_id, ...(opts.existingFilePolicy ? { existing_file_policy: opts.existingFilePolicy } : {}), ...(opts.expectedMailboxVersion ? { expected_mailbox_version: opts.expectedMailboxVersion } : {}), ...common },
+    });
+    opts.onProgress?.({ phase: 'done', filesTotal: 1, filesDone: 1, filesSkipped: saved.skipped ? 1 : 0, bytesTotal: d.size, bytesDone: d.size, path });
+    return saved;
+  }
+}
+
+async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed: unknown = null;
+  const worker = async () => {
+    while (next < items.length && failed === null) {
+      const item = items[next++]!;
+      try {
+        await fn(item);
+      } catch (err) {
+        failed ??= err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+  if (failed !== null) throw failed;
+}
+
+async function* chunks<T>(entries: AsyncIterable<T> | Iterable<T>, size: number): AsyncGenerator<T[]> {
+  let batch: T[] = [];
+  for await (const e of entries) {
+    batch.push(e);
+    if (batch.length >= size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length) yield batch;
+}
+
+/**
+ * Uploads many files through one upload session. `entries` may be an async iterable, read in
+ * batches: memory stays flat however many files there are.
+ */
+export async function uploadMany(ctx: UploadContext, mailboxId: string, entries: AsyncIterable<UploadEntry> | Iterable<UploadEntry>, opts: UploadManyOptions = {}): Promise<UploadManyResult> {
+  const batchSize = Math.max(1, Math.min(100, opts.batchSize ?? 50));
+  const concurrency = Math.max(1, opts.concurrency ?? 8);
+  const base = `/v1/mailboxes/${mailboxId}/upload_sessions`;
+  const common = { ...(opts.accountId ? { account_id: opts.accountId } : {}), ...(opts.reason ? { reason: opts.reason } : {}) };
+  const t = ctx.transport;
+  const started = await t.data<UploadSessionResponse>({
+    method: 'POST',
+    path: base,
+    retry: opts.clientSessionKey !== undefined, // with a key, starting twice returns the same session
+    signal: opts.signal,
+    body: {
+      delete_missing: opts.deleteMissing ?? false,
+      ...(opts.expectedFileCount !== undefined ? { expected_file_count: opts.expectedFileCount } : {}),
+      ...(opts.clientSessionKey ? { client_session_key: opts.clientSessionKey } : {}),
+      ...common,
+    },
+  });
+  const sessionId = started.mailbox_upload_session.id;
+  const progress: UploadProgress = { phase: 'hashing', filesTotal: opts.expectedFileCount ?? null, filesDone: 0, filesSkipped: 0, bytesTotal: opts.expectedBytes ?? 0, bytesDone: 0 };
+  const report = (phase: UploadProgress['phase'], path?: string) => opts.onProgress?.({ ...progress, phase, ...(path ? { path } : {}) });
+  let uploaded = 0;
+  let skipped = 0;
+
+  const declare = async (batch: { path: string; source: UploadSource }[]) => {
+    const files = await Promise.all(
+      batch.map(async (e) => {
+        const d = await e.source.digests();
+        return { path: e.path, name: e.path.split('/').pop(), byte_size: d.size, content_type: e.source.contentType ?? guessContentType(e.path), checksum: d.md5Base64, sha256: d.sha256Hex };
+      }),
+    );
+    // Declaring a path again supersedes its unsaved declaration: safe to retry.
+    const res = await t.data<UploadSessionResponse>({ method: 'POST', path: `${base}/${sessionId}/uploads`, retry: true, signal: opts.signal, body: { files, ...common } });
+    return { res, files };
+  };
+
+  try {
+    for await (const raw of chunks(entries, batchSize)) {
+      const batch = await Promise.all(raw.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
+      report('hashing', batch[0]?.path);
+      const { res, files } = await declare(batch);
+      if (opts.expectedBytes === undefined) for (const f of files) progress.bytesTotal += f.byte_size;
+      const skippedHere = res.skipped?.length ?? 0;
+      skipped += skippedHere;
+      progress.filesSkipped += skippedHere;
+      progress.filesDone += skippedHere;
+      for (const s of res.skipped ?? []) progress.bytesDone += files[s.input_index]?.byte_size ?? 0;
+      report('uploading');
+      let retried: { path: string; source: UploadSource }[] = [];
+      await pool(res.uploads ?? [], concurrency, async (u) => {
+        const entry = batch[u.input_index]!;
+        try {
+          await put(ctx, u.upload, entry.source, opts.signal);
+        } catch (err) {
+          if (err instanceof CubbyError && err.code === 'UPLOAD_CHECKSUM_MISMATCH') {
+            retried.push(entry); // changed while uploading: hashed and declared again below
+            return;
+          }
+          throw err;
+        }
+        progress.bytesDone += files[u.input_index]!.byte_size;
+        progress.filesDone++;
+        uploaded++;
+        report('uploading', entry.path);
+      });
+      for (let round = 0; retried.length && round < MAX_CHECKSUM_RETRIES; round++) {
+        const again = retried;
+        retried = [];
+        const { res: res2, files: files2 } = await declare(again);
+        await pool(res2.uploads ?? [], concurrency, async (u) => {
+          const entry = again[u.input_index]!;
+          try {
+            await put(ctx, u.upload, entry.source, opts.signal);
+          } catch (err) {
+            if (err instanceof CubbyError && err.code === 'UPLOAD_CHECKSUM_MISMATCH') return void retried.push(entry);
+            throw err;
+          }
+          progress.bytesDone += files2[u.input_index]!.byte_size;
+          progress.filesDone++;
+          uploaded++;
+        });
+      }
+      if (retried.length) throw new CubbyError({ code: 'UPLOAD_CHECKSUM_MISMATCH', status: 422, message: `${retried[0]!.path} kept changing while it was uploaded`, details: { path: retried[0]!.path } });
+      if ((res.uploads ?? []).length) {
+        report('saving');
+        await t.data({ method: 'POST', path: `${base}/${sessionId}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, batchSize), ...common } });
+      }
+    }
+    report('finalizing');
+    for (;;) {
+      const fin = await t.raw<{ data: UploadSessionResponse }>({ method: 'POST', path: `${base}/${sessionId}/finalize`, retry: true, signal: opts.signal, body: { complete: true, ...common } });
+      const data = fin.body.data;
+      if (fin.status !== 202 && !data.finalize_pending) {
+        report('done');
+        return { sessionId, uploaded, skipped, bytes: progress.bytesDone, session: data.mailbox_upload_session };
+      }
+      const wait = Number(fin.headers.get('retry-after') ?? '1');
+      await ctx.sleep(Math.min(Number.isFinite(wait) ? wait : 1, 5) * 1000);
+    }
+  } catch (err) {
+    // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
+    await t.raw({ method: 'POST', path: `${base}/${sessionId}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,10 @@
+import { Command } from 'commander';
+import { registerUserCommands } from './commands/index.ts';
+
+// The entry of the user commands (bin/cubby.js picks it for everything but serve, admin and help):
+// it loads only the SDK and the commands, not the server's database and service modules, so that
+// `cubby ls` starts in a fraction of the time `cubby serve` needs.
+
+const program = new Command('cubby').description('Cubby: private file buckets with their own email addresses');
+registerUserCommands(program);
+await program.parseAsync(process.argv);

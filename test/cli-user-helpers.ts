@@ -1,0 +1,70 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+// The `cubby` user commands as people and scripts run them: a child process with its own config
+// folder (CUBBY_CONFIG_DIR) and no terminal, talking to the test app over HTTP.
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as one JSON document, when it is one. */
+  json: any;
+}
+
+export function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
+  // Only what the CLI needs: nothing of the test runner's CUBBY_* settings leaks in.
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...extra };
+}
+
+export function startCli(args: string[], env: Record<string, string>, opts: { cwd?: string } = {}): ChildProcess {
+  return spawn(process.execPath, [path.join(ROOT, 'bin/cubby.js'), ...args], { cwd: opts.cwd ?? ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+export function finished(child: ChildProcess, input?: string | Buffer): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  if (input !== undefined) child.stdin!.end(input);
+  else child.stdin!.end();
+  return new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      let json: any;
+      try {
+        json = stdout.trim() ? JSON.parse(stdout) : undefined;
+      } catch {
+        json = undefined;
+      }
+      resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr, json });
+    });
+  });
+}
+
+export function cli(args: string[], env: Record<string, string>, opts: { input?: string | Buffer; cwd?: string } = {}): Promise<CliRun> {
+  return finished(startCli(args, env, opts), opts.input);
+}
+
+/** Resolves with the child's output so far once `pred` matches it (stdout or stderr). */
+export function waitForOutput(child: ChildProcess, pred: (text: string) => boolean, which: 'stdout' | 'stderr' = 'stdout'): Promise<string> {
+  let seen = '';
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (pred(seen)) {
+        child[which]!.off('data', onData);
+        resolve(seen);
+      }
+    };
+    child[which]!.on('data', onData);
+    child.once('close', () => reject(new Error(`exited before the expected output; got: ${seen}`)));
+  });
+}
+
+export function tempDir(prefix = 'cubby-cli-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
