@@ -57,6 +57,7 @@ const DOC = {
     },
   },
   paths: {
+    '/v1/undeclared': { get: { responses: { 200: { description: 'Default Response' } } } },
     '/v1/things/{thing_id}': {
       get: {
         responses: {
@@ -104,6 +105,12 @@ describe('the reply check', () => {
   it('reports a route that is missing from the document', () => {
     expect(run(200, {}, { url: '/v1/widgets' })).toContain('GET /v1/widgets → 200: the route is not in the OpenAPI document');
     expect(run(200, {}, { method: 'DELETE' })).toContain('DELETE /v1/things/{thing_id} → 200: the route is not in the OpenAPI document');
+  });
+
+  it('names a route that declares no response schemas (a new route added without them)', () => {
+    expect(run(200, { success: true }, { url: '/v1/undeclared' })).toBe(
+      'API contract: GET /v1/undeclared → 200: the route declares no response schemas: add operationId and response: responsesR(...)/responsesA(...) to its schema (docs/api-contract.md)',
+    );
   });
 
   it('leaves pages, OAuth and unrouted requests alone', () => {

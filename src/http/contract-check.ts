@@ -44,6 +44,11 @@ export function createContractCheck(getDocument: () => any, report: ViolationSin
     };
     const op = doc.paths?.[path]?.[method];
     if (!op) return fail('the route is not in the OpenAPI document (declare its schema; see docs/api-contract.md)');
+    // @fastify/swagger's placeholder for a route that declares no `response` at all.
+    const responses = Object.values<any>(op.responses ?? {});
+    if (responses.length === 1 && responses[0]?.description === 'Default Response' && !responses[0]?.content) {
+      return fail("the route declares no response schemas: add operationId and response: responsesR(...)/responsesA(...) to its schema (docs/api-contract.md)");
+    }
     const documented = op.responses?.[status];
     const errorCode = errorCodeOf(payload);
     if (!documented) {
