@@ -1,5 +1,7 @@
 import type { paths as SurfaceR } from './generated/surface-r.ts';
 import type { paths as SurfaceA } from './generated/surface-a.ts';
+import type { components as ComponentsR } from './generated/surface-r.ts';
+import type { components as ComponentsA } from './generated/surface-a.ts';
 
 // Inputs and outputs of every operation come from the types generated from the service's own
 // OpenAPI documents (src/generated, `npm run generate`). Where a document does not describe a
@@ -37,120 +39,19 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export interface Pagination {
-  limit: number;
-  has_more: boolean;
-  next_cursor: string | null;
-}
 
 type Open = { [key: string]: unknown };
 
-export interface Mailbox extends Open {
-  id: string;
-  account_id: string;
-  title: string | null;
-  description: string | null;
-  metadata: Record<string, unknown>;
-  metadata_version: string | number;
-  email: { address?: string; message_count: number; unread_count: number; last_received_at: string | null; receiving_enabled: boolean; sending_enabled: boolean } & Open;
-  archived: boolean;
-  archived_at: string | null;
-  storage_bytes: number;
-  files_count: number;
-  version_id: string | null;
-  version_number: number;
-  created_at: string;
-  updated_at: string;
-  dashboard_url: string;
-  /** What deleting needs: `confirmation` is the string to pass to mailboxes.delete. */
-  delete?: { confirmation?: string } & Open;
-}
 
-export interface FileVersion extends Open {
-  id: string;
-  file_id: string;
-  name: string;
-  path: string;
-  mime_type: string;
-  sha256: string;
-  byte_size: number;
-  version_number: number;
-  deleted: boolean;
-  created_at: string;
-}
 
-export interface MailboxFile extends Open {
-  id: string;
-  mailbox_id: string;
-  basename: string;
-  path: string;
-  deleted: boolean;
-  current_file_version: FileVersion | null;
-  created_at: string;
-  updated_at: string;
-}
 
-export interface FileWrite extends Open {
-  file: MailboxFile;
-  version: FileVersion | null;
-  created?: boolean;
-  skipped?: boolean;
-  duplicate?: boolean;
-}
 
-export interface EmailAddress extends Open {
-  address: string;
-  name?: string | null;
-}
 
-export interface EmailSummary extends Open {
-  id: string;
-  conversation_id: string | null;
-  direction: 'received' | 'sent';
-  subject: string | null;
-  from_addresses: EmailAddress[];
-  to_addresses: EmailAddress[];
-  cc_addresses: EmailAddress[];
-  received_at: string;
-  attachment_count: number;
-  read: boolean;
-  withheld?: boolean;
-}
 
-export interface EmailAttachment extends Open {
-  id: string;
-  filename: string | null;
-  content_type: string;
-  size_bytes: number;
-}
 
-export interface EmailDetail extends EmailSummary {
-  body_text: string | null;
-  attachments: EmailAttachment[];
-}
 
-export interface DownloadLink extends Open {
-  url: string;
-  filename: string;
-  content_type: string;
-  size_bytes: number;
-  expires_in: number;
-}
 
-export interface UploadTarget {
-  url: string;
-  headers: Record<string, string>;
-}
 
-export interface UploadSession extends Open {
-  id: string;
-  mailbox_id: string;
-  status: 'pending' | 'finalized' | 'failed' | 'expired';
-  files_count: number;
-  finalized_files_count: number;
-  skipped_files_count: number;
-  uploads_expire_at: string;
-}
 
 export interface UploadSessionResponse extends Open {
   mailbox_upload_session: UploadSession;
@@ -162,30 +63,8 @@ export interface UploadSessionResponse extends Open {
   remaining_files_count: number;
 }
 
-export interface DirectUpload extends Open {
-  signed_id?: string;
-  direct_upload?: UploadTarget;
-  skipped?: boolean;
-  duplicate?: boolean;
-  file?: MailboxFile;
-}
 
-export interface Webhook extends Open {
-  url: string;
-  event: string;
-  mailbox_id: string;
-  signing_secret?: string;
-}
 
-export interface WebhookDelivery extends Open {
-  id: string;
-  event_id: string;
-  status: 'pending' | 'retrying' | 'succeeded' | 'failed' | 'cancelled';
-  attempt_count: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: string;
-}
 
 export interface LiveTicket {
   token: string;
@@ -196,50 +75,31 @@ export interface LiveTicket {
   websocket_url: string;
 }
 
-export interface EmailSettings extends Open {
-  address?: string;
-  username: string | null;
-  aliases: { id: string; address: string; active: boolean }[];
-  sender_allowlist?: { enabled: boolean; entries: string[]; version: string } & Open;
-}
 
-export interface EmailDomain extends Open {
-  id: string;
-  hostname: string;
-  status: string;
-  required_dns_records?: { type: string; name: string; value: string; purpose: string; [key: string]: unknown }[];
-}
 
-export interface Publication extends Open {
-  id: string;
-  bucket_id: string;
-  kind?: string;
-  publish_state: 'queued' | 'processing' | 'ready' | 'failed' | 'unpublishing' | 'unpublished';
-  publish_error: string | null;
-  public_url: string | null;
-  access_mode: 'public' | 'password' | 'require_email';
-  /** The owner's view of a ready password-protected site. */
-  password?: string;
-  share_text?: string;
-}
 
-export interface Status extends Open {
-  connected: boolean;
-  account: Open & { id: string; name: string };
-  default_account_id: string;
-  user: { id: string; email: string; name: string } | null;
-  server_version: string;
-}
 
-export interface Deleted extends Open {
-  deleted: true;
-  id: string;
-}
 
-/** The `webhook` body of an `email.received` event (webhooks and live pushes alike). */
-export interface EmailReceivedEvent {
-  id: string;
-  type: 'email.received';
-  created_at: string;
-  data: { account_id: string; mailbox_id: string; email_id: string; received_at: string; attachment_count: number };
-}
+
+// The main objects, as the service's OpenAPI documents name them (components.schemas).
+export type Pagination = ComponentsR['schemas']['Pagination'];
+export type Mailbox = ComponentsR['schemas']['Mailbox'];
+export type FileVersion = ComponentsR['schemas']['FileVersion'];
+export type MailboxFile = ComponentsR['schemas']['MailboxFile'];
+export type FileWrite = ComponentsR['schemas']['FileWrite'];
+export type EmailAddress = ComponentsR['schemas']['EmailAddress'];
+export type EmailSummary = ComponentsR['schemas']['EmailSummary'];
+export type EmailAttachment = ComponentsR['schemas']['EmailAttachment'];
+export type EmailDetail = ComponentsR['schemas']['EmailDetail'];
+export type DownloadLink = ComponentsR['schemas']['DownloadLink'];
+export type UploadTarget = ComponentsR['schemas']['UploadTarget'];
+export type UploadSession = ComponentsR['schemas']['UploadSession'];
+export type DirectUpload = ComponentsR['schemas']['DirectUpload'];
+export type Webhook = ComponentsR['schemas']['Webhook'];
+export type WebhookDelivery = ComponentsR['schemas']['WebhookDelivery'];
+export type EmailSettings = ComponentsR['schemas']['EmailSettings'];
+export type EmailDomain = ComponentsR['schemas']['EmailDomain'];
+export type Status = ComponentsR['schemas']['Status'];
+export type Deleted = ComponentsR['schemas']['Deleted'];
+export type EmailReceivedEvent = ComponentsR['schemas']['EmailReceivedEvent'];
+export type Publication = ComponentsA['schemas']['Publication'];

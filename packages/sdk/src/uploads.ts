@@ -123,7 +123,9 @@ export async function uploadFile(ctx: UploadContext, mailboxId: string, path: st
     });
     if (step1.skipped) {
       opts.onProgress?.({ phase: 'done', filesTotal: 1, filesDone: 1, filesSkipped: 1, bytesTotal: d.size, bytesDone: d.size, path });
-      return { ...step1, file: step1.file!, version: (step1.version as FileWrite['version']) ?? null, skipped: true, duplicate: Boolean(step1.duplicate) } as FileWrite;
+      // The skip answer (identical content already saved) carries the file and its version.
+      const saved = step1 as unknown as Pick<FileWrite, 'file' | 'version'> & { duplicate?: boolean };
+      return { ...step1, file: saved.file, version: saved.version ?? null, skipped: true, duplicate: Boolean(saved.duplicate) } as unknown as FileWrite;
     }
     opts.onProgress?.({ phase: 'uploading', filesTotal: 1, filesDone: 0, filesSkipped: 0, bytesTotal: d.size, bytesDone: 0, path });
     try {

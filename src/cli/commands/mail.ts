@@ -122,7 +122,7 @@ export function registerMail(program: Command): void {
             `Subject:  ${email.subject ?? '(no subject)'}`,
             `Date:     ${email.received_at}`,
             `Id:       ${email.id}${email.read ? '' : '  (unread)'}`,
-            ...(Array.isArray(email.labels) && email.labels.length ? [`Labels:   ${(email.labels as string[]).join(', ')}`] : []),
+            ...(Array.isArray(email.labels) && email.labels.length ? [`Labels:   ${email.labels.map((l) => l.name).join(', ')}`] : []),
           ];
           if (email.withheld) lines.push('', 'This email is withheld (labelled junk or still being checked).');
           else {

@@ -12,29 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Account, features and onboarding status */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -53,35 +31,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create a client account (agency owner) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        client_name?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -96,24 +46,7 @@ export interface paths {
             cookie?: never;
         };
         /** Supported authentication flows (no key; never creates an account) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getAgentAuthCapabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -132,35 +65,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Email a six-digit sign-in code (the same reply for every address) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The person's sign-in address */
-                        email: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["requestAgentAuthCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -177,63 +82,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Trade the code for an API key (owners and administrators; not with two-factor sign-in) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        email: string;
-                        /** @description Six digits; spaces are ignored */
-                        code: string;
-                        /** @description What this connection is for */
-                        label?: string | null;
-                        /**
-                         * @description mailbox_write unless given
-                         * @enum {string}
-                         */
-                        permission_scope?: "mailbox_read" | "mailbox_write" | "mailbox_admin";
-                        /**
-                         * @description all (default) or selected
-                         * @enum {string}
-                         */
-                        mailbox_access?: "all" | "selected";
-                        /** @description Required when mailbox_access is selected */
-                        mailbox_ids?: string[];
-                        /** @description Mailbox id to read or write; without an entry write, or read when the scope is mailbox_read */
-                        mailbox_permissions?: {
-                            [key: string]: "read" | "write";
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                        /**
-                         * @description Surface A name of mailbox_access
-                         * @enum {string}
-                         */
-                        bucket_access?: "all" | "selected";
-                        bucket_ids?: string[];
-                        bucket_permissions?: {
-                            [key: string]: "read" | "write";
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["verifyAgentAuthCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -250,35 +99,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Trade a one-time connection code from the dashboard for an API key */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        grant_token: string;
-                        label?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["exchangeAgentAuthGrant"];
         delete?: never;
         options?: never;
         head?: never;
@@ -295,34 +116,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A single-use dashboard link; grants no access (the person signs in) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        redirect_path?: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createBrowserLoginLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -337,73 +131,10 @@ export interface paths {
             cookie?: never;
         };
         /** List buckets (newest first) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description false: active (default); true: archived; all */
-                    archived?: "true" | "false" | "all";
-                    q?: string;
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listBuckets"];
         put?: never;
-        /** Create a private bucket with its receiving address (201; 200 on Idempotency-Key replay) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        bucket: {
-                            title: string;
-                            description?: string | null;
-                            tag_paths?: string[];
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /** Create a private bucket with its receiving address (201; 200 on Idempotency-Key replay). A title another active bucket holds gets a numeric suffix */
+        post: operations["createBucket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -418,115 +149,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a bucket */
-        get: {
-            parameters: {
-                query?: {
-                    include_inbound_email?: "0" | "1" | "true" | "false";
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getBucket"];
         put?: never;
         post?: never;
         /** Delete an archived bucket */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    confirmation?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        confirmation?: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteBucket"];
         options?: never;
         head?: never;
         /** Update title, description or metadata */
-        patch: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        bucket: {
-                            title?: string | null;
-                            description?: string | null;
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                        expected_metadata_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        patch: operations["updateBucket"];
         trace?: never;
     };
     "/api/v1/buckets/{id}/inbound_email": {
@@ -537,30 +168,7 @@ export interface paths {
             cookie?: never;
         };
         /** The bucket's inbound email address and activity (write access) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getBucketInboundEmail"];
         put?: never;
         post?: never;
         delete?: never;
@@ -579,39 +187,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Archive a bucket */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["archiveBucket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -628,39 +204,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Unarchive a bucket (admin) */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["unarchiveBucket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -675,129 +219,12 @@ export interface paths {
             cookie?: never;
         };
         /** The bucket's website and preview publications (null when none) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getBucketPublication"];
         put?: never;
         /** Publish the bucket as a website (202; poll the publication until ready or failed) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description static (default) or spa: unknown routes fall back to the entry page */
-                        site_mode?: ("static" | "spa") | null;
-                        /** @description Compatibility field: website is accepted (site_mode is canonical) */
-                        site_type?: string | null;
-                        /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
-                        access_mode?: ("public" | "password" | "require_email") | null;
-                        /** @description Site password (access_mode password); omit to keep the current one or have one generated */
-                        password?: string | null;
-                        /** @description Generate a new password; only on the owner's explicit request */
-                        regenerate_password?: boolean | null;
-                        /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
-                        publication_root_directory?: string | null;
-                        /** @description Preferred slugs, best first (used when the bucket has none yet) */
-                        slug_suggestions?: (string[] | string) | null;
-                        /** @description The same fields, nested (accepted too) */
-                        publication?: {
-                            /** @description static (default) or spa: unknown routes fall back to the entry page */
-                            site_mode?: ("static" | "spa") | null;
-                            /** @description Compatibility field: website is accepted (site_mode is canonical) */
-                            site_type?: string | null;
-                            /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
-                            access_mode?: ("public" | "password" | "require_email") | null;
-                            /** @description Site password (access_mode password); omit to keep the current one or have one generated */
-                            password?: string | null;
-                            /** @description Generate a new password; only on the owner's explicit request */
-                            regenerate_password?: boolean | null;
-                            /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
-                            publication_root_directory?: string | null;
-                            /** @description Preferred slugs, best first (used when the bucket has none yet) */
-                            slug_suggestions?: (string[] | string) | null;
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["publishBucket"];
         /** Unpublish the website (202: unpublishing, then unpublished) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["unpublishBucket"];
         options?: never;
         head?: never;
         patch?: never;
@@ -813,103 +240,9 @@ export interface paths {
         get?: never;
         put?: never;
         /** Publish a public 24-hour preview at preview-<slug> (202) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description static (default) or spa: unknown routes fall back to the entry page */
-                        site_mode?: ("static" | "spa") | null;
-                        /** @description Compatibility field: website is accepted (site_mode is canonical) */
-                        site_type?: string | null;
-                        /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
-                        access_mode?: ("public" | "password" | "require_email") | null;
-                        /** @description Site password (access_mode password); omit to keep the current one or have one generated */
-                        password?: string | null;
-                        /** @description Generate a new password; only on the owner's explicit request */
-                        regenerate_password?: boolean | null;
-                        /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
-                        publication_root_directory?: string | null;
-                        /** @description Preferred slugs, best first (used when the bucket has none yet) */
-                        slug_suggestions?: (string[] | string) | null;
-                        /** @description The same fields, nested (accepted too) */
-                        publication?: {
-                            /** @description static (default) or spa: unknown routes fall back to the entry page */
-                            site_mode?: ("static" | "spa") | null;
-                            /** @description Compatibility field: website is accepted (site_mode is canonical) */
-                            site_type?: string | null;
-                            /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
-                            access_mode?: ("public" | "password" | "require_email") | null;
-                            /** @description Site password (access_mode password); omit to keep the current one or have one generated */
-                            password?: string | null;
-                            /** @description Generate a new password; only on the owner's explicit request */
-                            regenerate_password?: boolean | null;
-                            /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
-                            publication_root_directory?: string | null;
-                            /** @description Preferred slugs, best first (used when the bucket has none yet) */
-                            slug_suggestions?: (string[] | string) | null;
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["publishBucketPreview"];
         /** Take the preview down (202) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["unpublishBucketPreview"];
         options?: never;
         head?: never;
         patch?: never;
@@ -925,36 +258,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Requeue a failed build with the saved request (202) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["retryBucketPublication"];
         delete?: never;
         options?: never;
         head?: never;
@@ -975,38 +279,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Rename the managed website slug (the old address stops answering) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        public_slug?: string;
-                        slug?: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        patch: operations["renameBucketPublicSlug"];
         trace?: never;
     };
     "/api/v1/publications": {
@@ -1017,33 +290,7 @@ export interface paths {
             cookie?: never;
         };
         /** List publications (newest first) */
-        get: {
-            parameters: {
-                query?: {
-                    bucket_id?: string;
-                    kind?: "main" | "preview";
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listPublications"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1060,30 +307,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a publication: publish_state, publish_error, and for the owner the password or share text once ready */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description pub_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getPublication"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1102,47 +326,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Declare a file and get a signed upload URL; PUT the bytes without the API key */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        bucket_id: string;
-                        path: string;
-                        /** @enum {string} */
-                        existing_file_policy?: "replace" | "skip";
-                        blob: {
-                            filename: string;
-                            byte_size: number;
-                            /** @description base64 MD5 of the bytes */
-                            checksum: string;
-                            content_type: string;
-                            /** @description hex SHA-256 of the bytes */
-                            sha256: string;
-                            purpose?: string;
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createDirectUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1156,70 +340,79 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List files of a bucket */
-        get: {
-            parameters: {
-                query?: {
-                    q?: string;
-                    folder?: string;
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /** List files of a bucket; cursor or offset paging */
+        get: operations["listBucketFiles"];
         put?: never;
         /** Save an uploaded blob at a path; the same path creates a new version */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        path: string;
-                        signed_blob_id: string;
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
+        post: operations["saveBucketFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/files/append_text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
+        get?: never;
+        put?: never;
+        /** Append UTF-8 text to an existing file (a new version); missing file: MAILBOX_FILE_NOT_FOUND */
+        post: operations["appendBucketText"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read file metadata (does not mark read) */
+        get: operations["getBucketFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/files/{file_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Versions of a file, newest first */
+        get: operations["listBucketFileVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/files/{file_id}/versions/{version_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore an earlier version as a new version */
+        post: operations["restoreBucketFileVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1234,30 +427,7 @@ export interface paths {
             cookie?: never;
         };
         /** The file's bytes by path */
-        get: {
-            parameters: {
-                query: {
-                    path: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["downloadBucketFileByPath"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1276,44 +446,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Start a batch upload; locks the mailbox for other writes (201; 200 for a pending session with the same client_session_key) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description On finalize, delete live files the session did not name (never _email/); needs mailbox-admin */
-                        delete_missing?: boolean;
-                        /** @description How many files the client means to upload (progress only) */
-                        expected_file_count?: number | null;
-                        /** @description Idempotency: the same key on the same mailbox returns its pending session */
-                        client_session_key?: string | null;
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createBucketUploadSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1330,51 +463,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Declare up to 100 files: an upload URL and headers for each, or a skip for identical content */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                    /** @description bus_… id */
-                    session: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        files: {
-                            path: string;
-                            /** @description Display name; default the last path segment */
-                            name?: string | null;
-                            /** @description Alias of name */
-                            filename?: string | null;
-                            byte_size: number;
-                            content_type: string;
-                            /** @description base64 MD5 of the bytes */
-                            checksum: string;
-                            /** @description hex SHA-256 of the bytes */
-                            sha256: string;
-                        }[];
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["requestBucketUploadSessionUploads"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1391,40 +480,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Save a bounded batch of uploaded files (default 12); never deletes. Missing bytes: DIRECT_UPLOAD_NOT_FOUND with details.path */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                    /** @description bus_… id */
-                    session: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Files to save (default 12) */
-                        limit?: number;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["finalizeBucketUploadSessionBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1441,40 +497,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Finish (complete=true: one mailbox version; 202 finalize_pending with Retry-After while work remains) or cancel (complete=false) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                    /** @description bus_… id */
-                    session: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description true (default): save and finish; false: cancel */
-                        complete?: boolean;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["finalizeBucketUploadSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1491,47 +514,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Rotate the inbound address (200), or queue a custom-domain activation (202; poll inbound_email) */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Must be true */
-                        confirm?: boolean;
-                        /** @description The current address */
-                        current_address?: string;
-                        /** @description An exact ready domain of the account, or `platform`; omitted: stay on the current domain */
-                        domain?: string | null;
-                        /** @description 8 to 80 letters, digits, underscores or hyphens; reuse it when retrying */
-                        idempotency_key?: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["rotateBucketInboundEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1546,69 +529,10 @@ export interface paths {
             cookie?: never;
         };
         /** List custom email domains (full-account owner or administrator) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listInboundEmailDomains"];
         put?: never;
         /** Claim an exact hostname (201); returns the DNS records to publish, then verify */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description An exact hostname, such as inbox.example.com */
-                        hostname: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createInboundEmailDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1625,40 +549,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Root domain or subdomain, and a suggested subdomain; claims nothing */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description An exact hostname, such as inbox.example.com */
-                        hostname: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["checkInboundEmailDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1673,78 +564,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a custom email domain */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description dom_… id */
-                    domain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getInboundEmailDomain"];
         put?: never;
         post?: never;
         /** Queue removal of a domain no address uses (202; poll the domain) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Must equal the domain's hostname */
-                    hostname?: string;
-                    /** @description Must be true */
-                    confirm?: boolean | ("true" | "false");
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description dom_… id */
-                    domain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Must equal the domain's hostname */
-                        hostname?: string;
-                        /** @description Must be true */
-                        confirm?: boolean | ("true" | "false");
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteInboundEmailDomain"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1760,41 +584,150 @@ export interface paths {
         get?: never;
         put?: never;
         /** Queue the ownership, provider and MX check (202); read the domain for the result */
-        post: {
+        post: operations["verifyInboundEmailDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search emails and files in every bucket this key can read */
+        get: {
             parameters: {
-                query?: {
+                query: {
+                    /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
+                    q: string;
+                    bucket_id?: string;
+                    /** @description Only emails or only files (default both) */
+                    kind?: "email" | "file";
+                    /** @description Page size, 1 to 100 */
+                    limit?: number;
+                    /** @description The previous page's pagination.next_cursor */
+                    cursor?: string;
                     /** @description Selects another granted account for this request only */
                     account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
                 };
                 header?: never;
-                path: {
-                    /** @description dom_… id */
-                    domain_id: string;
-                };
+                path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
+            requestBody?: never;
             responses: {
                 /** @description Default Response */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            data: {
+                                results: {
+                                    /** @enum {string} */
+                                    kind: "email" | "file";
+                                    id: string;
+                                    mailbox_id: string;
+                                    /** @description Higher is a better match; compare within one result list only */
+                                    score: number;
+                                    /** @description Plain text around the first matching word (no markup) */
+                                    snippet: string | null;
+                                    email?: {
+                                        id: string;
+                                        subject: string | null;
+                                        received_at: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    file?: {
+                                        id: string;
+                                        path: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                }[];
+                                pagination: {
+                                    limit: number;
+                                    has_more: boolean;
+                                    next_cursor: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
                 };
             };
         };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1804,7 +737,889 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /**
+         * @description Keyset pagination of a list; cursors are opaque and bound to the filters they were made with.
+         * @example {
+         *       "limit": 50,
+         *       "has_more": true,
+         *       "next_cursor": "eyJiIjoi…"
+         *     }
+         */
+        Pagination: {
+            limit: number;
+            has_more: boolean;
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            next_cursor: string | null;
+            /** @description Offset paging: the offset of this page */
+            offset?: number;
+            /** @description Offset paging: items on this page */
+            count?: number;
+            /** @description Offset paging: items in the whole list */
+            total?: number;
+            /** @description Offset paging: pass as `offset` for the next page; null on the last page */
+            next_offset?: number | null;
+        };
+        /**
+         * @description Error envelope of surface A (/api/v1).
+         * @example {
+         *       "error": {
+         *         "message": "Bucket not found.",
+         *         "code": "BUCKET_NOT_FOUND",
+         *         "request_id": "req_01J…",
+         *         "docs_url": "https://cubby.example/docs/errors#BUCKET_NOT_FOUND",
+         *         "details": {}
+         *       }
+         *     }
+         */
+        ApiError: {
+            error: {
+                /** @description Stable error code; clients branch on it (see the response description for the codes) */
+                code: string;
+                message: string;
+                request_id: string;
+                /** @description Structured context: `field` for validation errors, `retry_after` seconds on 429/503 */
+                details: {
+                    [key: string]: unknown;
+                };
+                docs_url: string;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description A delete that happened.
+         * @example {
+         *       "deleted": true,
+         *       "id": "bkt_01J…"
+         *     }
+         */
+        Deleted: {
+            /** @constant */
+            deleted: true;
+            id: string;
+        };
+        /** @description What a credential may do. */
+        Permissions: {
+            read: boolean;
+            write: boolean;
+            admin: boolean;
+        };
+        /**
+         * @description An account as every surface shows it.
+         * @example {
+         *       "id": "acc_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "name": "Ada Lovelace",
+         *       "account_kind": "personal",
+         *       "kind": "personal",
+         *       "client_name": null,
+         *       "agency_account": null,
+         *       "website_publishing_enabled": true,
+         *       "region": "eu",
+         *       "status": "active",
+         *       "permissions": {
+         *         "scope": "mailbox_admin",
+         *         "mailbox_access": "all",
+         *         "can_create_mailboxes": true
+         *       }
+         *     }
+         */
+        AccountIdentity: {
+            id: string;
+            name: string;
+            /** @description personal, agency or client */
+            account_kind: string;
+            kind: string;
+            client_name: string | null;
+            agency_account: {
+                id: string;
+                name: string;
+            } | null;
+            website_publishing_enabled: boolean;
+            region: string;
+            /** @description active or read_only */
+            status: string;
+            permissions: {
+                scope: string;
+                mailbox_access: string;
+                can_create_mailboxes: boolean;
+            };
+        };
+        /** @description The selected account with what the credential may do with it. */
+        StatusAccount: {
+            id: string;
+            name: string;
+            /** @description personal, agency or client */
+            account_kind: string;
+            kind: string;
+            client_name: string | null;
+            agency_account: {
+                id: string;
+                name: string;
+            } | null;
+            website_publishing_enabled: boolean;
+            region: string;
+            /** @description active or read_only */
+            status: string;
+            permissions: {
+                scope: string;
+                mailbox_access: string;
+                can_create_mailboxes: boolean;
+            };
+            can_create_client_account: boolean;
+            can_manage_billing: boolean;
+            billing_message: string | null;
+            previous_status: string | null;
+            status_reason: string | null;
+            status_updated_at: string | null;
+            restriction: {
+                code: string;
+                message: string;
+                acceptable_use_policy_url: string;
+                support_email: string;
+            } | null;
+        };
+        /** @description The credential making the request and whether to renew it. */
+        Connection: {
+            api_key_id: string | null;
+            label: string | null;
+            token_type: string | null;
+            scope: string;
+            expires_at: string | null;
+            last_used_at: string | null;
+            mailbox_access: string;
+            mailbox_ids: string[];
+            denied_mailbox_ids: string[];
+            mailbox_permissions: {
+                [key: string]: string;
+            };
+            permissions: components["schemas"]["Permissions"];
+            agent: {
+                [key: string]: unknown;
+            } | null;
+            transport: string | null;
+            renewal: {
+                recommended: boolean;
+                next_action: string;
+                browser_url: string;
+            };
+        };
+        /** @description Account, features and onboarding status (surface A). */
+        BucketStatus: {
+            account: components["schemas"]["StatusAccount"];
+            default_account_id: string;
+            accounts: components["schemas"]["AccountIdentity"][];
+            server_version: string;
+            client_version: string;
+            connection: components["schemas"]["Connection"];
+            user: {
+                id: string;
+                email: string;
+                name: string | null;
+            };
+            dashboard_url: string;
+            features: {
+                website_publishing: boolean;
+                github_sync: boolean;
+                email_domains: boolean;
+            };
+            publishing: {
+                free_plan_available: boolean;
+                static_site: boolean;
+            };
+            onboarding: {
+                /** @enum {string} */
+                state: "empty_account" | "no_visible_buckets" | "active";
+                suggested_projects: {
+                    id: string;
+                    title: string;
+                    description: string;
+                }[];
+            };
+        };
+        /**
+         * @description One version of a file; every write, rename, move, delete and restore is a version.
+         * @example {
+         *       "id": "fv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "file_id": "fil_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "name": "notes.md",
+         *       "path": "docs/notes.md",
+         *       "mime_type": "text/markdown",
+         *       "sha256": "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+         *       "reason": null,
+         *       "created_by_system": null,
+         *       "deleted": false,
+         *       "ready": true,
+         *       "has_text": true,
+         *       "version_number": 2,
+         *       "byte_size": 11,
+         *       "mailbox_version_id": "mv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "created_by": null,
+         *       "updated_by": null,
+         *       "created_by_agent": null,
+         *       "updated_by_agent": null,
+         *       "created_by_api_key": {
+         *         "id": "key_01JD…",
+         *         "label": "laptop",
+         *         "token_type": "api"
+         *       },
+         *       "updated_by_api_key": {
+         *         "id": "key_01JD…",
+         *         "label": "laptop",
+         *         "token_type": "api"
+         *       },
+         *       "read": false,
+         *       "read_at": null,
+         *       "read_by": null,
+         *       "read_by_api_key": null
+         *     }
+         */
+        FileVersion: {
+            id: string;
+            file_id: string;
+            name: string;
+            path: string;
+            mime_type: string;
+            sha256: string | null;
+            reason: string | null;
+            created_by_system: string | null;
+            deleted: boolean;
+            ready: boolean;
+            has_text: boolean;
+            version_number: number;
+            byte_size: number;
+            mailbox_version_id: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            created_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            updated_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            created_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            updated_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            created_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            updated_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            read: boolean;
+            read_at: string | null;
+            read_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            read_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+        };
+        /** @description A file of a mailbox (bucket) with its current version. */
+        MailboxFile: {
+            id: string;
+            mailbox_id: string;
+            basename: string;
+            path: string;
+            role: string;
+            created_by_system: string | null;
+            deleted: boolean;
+            version_reasons: {
+                version_id: string;
+                reason: string | null;
+                created_by_id: string | null;
+                version_number: number;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                created_at: string;
+            }[];
+            lock: {
+                locked: boolean;
+            };
+            current_file_version: components["schemas"]["FileVersion"] | null;
+            created_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+            deleted_at: string | null;
+            created_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            updated_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            created_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            updated_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            read: boolean;
+            read_at: string | null;
+            read_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            read_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+        };
+        /** @description The result of a write: the file, the version it made (or kept), and what happened. */
+        FileWrite: {
+            file: components["schemas"]["MailboxFile"];
+            version: components["schemas"]["FileVersion"];
+            /** @description A new file (not a new version of an existing one) */
+            created: boolean;
+            skipped: boolean;
+            /** @description The content was identical to the current version */
+            duplicate: boolean;
+            /**
+             * @description Why nothing was written, when skipped
+             * @enum {string}
+             */
+            code?: "DUPLICATE_FILE_VERSION" | "FILE_EXISTS";
+        };
+        /** @description Where to PUT the bytes, without the API key. */
+        UploadTarget: {
+            url: string;
+            /** @description Send exactly these headers with the PUT */
+            headers: {
+                [key: string]: string;
+            };
+        };
+        /** @description A declared upload: PUT the bytes to direct_upload.url, then save the file with signed_id. */
+        DirectUpload: {
+            /** @description Pass as signed_blob_id when saving the file */
+            signed_id: string;
+            filename: string;
+            byte_size: number;
+            checksum: string;
+            content_type: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            expires_at: string;
+            direct_upload: components["schemas"]["UploadTarget"];
+            /** @constant */
+            skipped: false;
+            /** @constant */
+            duplicate: false;
+        };
+        /** @description No upload needed: the path already holds this content (or existing_file_policy=skip). */
+        DirectUploadSkipped: {
+            /** @constant */
+            skipped: true;
+            duplicate: boolean;
+            file: components["schemas"]["MailboxFile"];
+            version: components["schemas"]["FileVersion"];
+            reason: string;
+            details: {
+                code: string;
+                path: string;
+            };
+        };
+        /** @description Whether an action (archive, unarchive, delete) is allowed now, and if not why. */
+        MailboxAction: {
+            allowed: boolean;
+            blocked_reason: string | null;
+            required_action: string | null;
+            /** @description For delete: the exact `confirmation` value to send */
+            confirmation: string | null;
+        };
+        /** @description Mailboxes of the account by state. */
+        MailboxCounts: {
+            active: number;
+            archived: number;
+            total: number;
+        };
+        /** @description The bucket's inbound email activity; with include_inbound_email (write access) also its address, aliases, domains and assignment. */
+        BucketInboundEmail: {
+            address?: string | null;
+            configured?: boolean;
+            receiving_enabled?: boolean;
+            last_received_at?: string | null;
+            received_count: number;
+            monthly_limit: number | null;
+            last_received_path: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A private file bucket (surface A): the same stored object as a mailbox.
+         * @example {
+         *       "id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "account_id": "acc_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "title": "Site",
+         *       "description": null,
+         *       "metadata": {},
+         *       "metadata_version": "mdv_1",
+         *       "tag_paths": [],
+         *       "archived": false,
+         *       "archived_at": null,
+         *       "published": true,
+         *       "public_url": "https://site-7k2m.cubby.example",
+         *       "dashboard_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "inbound_email": {
+         *         "received_count": 0,
+         *         "monthly_limit": 1000,
+         *         "last_received_path": null
+         *       },
+         *       "github_sync": null,
+         *       "github_sync_setup": {
+         *         "eligible": false,
+         *         "settings_url": "https://cubby.example/settings",
+         *         "blocked_reason": "feature_disabled"
+         *       },
+         *       "storage_bytes": 1024,
+         *       "files_count": 2,
+         *       "version_id": "mv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "version_number": 3,
+         *       "created_at": "2026-11-01T09:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:00.000Z",
+         *       "archive": {
+         *         "allowed": false,
+         *         "blocked_reason": "website_published",
+         *         "required_action": "unpublish_first",
+         *         "confirmation": null
+         *       },
+         *       "unarchive": {
+         *         "allowed": false,
+         *         "blocked_reason": "not_archived",
+         *         "required_action": null,
+         *         "confirmation": null
+         *       },
+         *       "delete": {
+         *         "allowed": false,
+         *         "blocked_reason": "not_archived",
+         *         "required_action": "archive_first",
+         *         "confirmation": "DELETE bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W"
+         *       }
+         *     }
+         */
+        Bucket: {
+            id: string;
+            account_id: string;
+            title: string | null;
+            description: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            metadata_version: string;
+            tag_paths: string[];
+            archived: boolean;
+            archived_at: string | null;
+            published: boolean;
+            public_url: string | null;
+            dashboard_url: string;
+            inbound_email: components["schemas"]["BucketInboundEmail"];
+            github_sync: null;
+            github_sync_setup: {
+                eligible: boolean;
+                settings_url: string;
+                blocked_reason: string | null;
+            };
+            storage_bytes: number;
+            files_count: number;
+            /** @description The latest mailbox version (mv_…) */
+            version_id: string | null;
+            version_number: number;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+            archive: components["schemas"]["MailboxAction"];
+            unarchive: components["schemas"]["MailboxAction"];
+            delete: components["schemas"]["MailboxAction"];
+        };
+        /** @description The authentication flows an agent can use. */
+        AgentAuthCapabilities: {
+            flows: ({
+                id: string;
+                available: boolean;
+                description: string;
+                preferred?: boolean;
+            } & {
+                [key: string]: unknown;
+            })[];
+            mcp_url: string;
+            creates_accounts: boolean;
+            sign_up_url: string;
+            key_prefix: string;
+            scopes: string[];
+        };
+        /** @description An API key issued to an agent, with what it may do and where the person manages it. */
+        IssuedApiKey: {
+            /** @description Shown once; store it privately */
+            api_key: string;
+            account_id: string;
+            account_name: string;
+            scope: string;
+            mailbox_access: string;
+            mailbox_ids: string[];
+            mailbox_permissions: {
+                [key: string]: string;
+            };
+            account_connection_limits: {
+                max_agent_connections: number | null;
+                active_agent_connections: number;
+                max_api_keys: number | null;
+            };
+            expires_at: string | null;
+            manage_access: {
+                url: string;
+                connection_id: string;
+                revocable: boolean;
+            };
+            mailboxes: {
+                id: string;
+                title: string | null;
+                archived: boolean;
+                permission?: string;
+            }[];
+            guidance: string;
+        };
+        /**
+         * @description A static website published from a bucket (main) or its 24-hour preview.
+         * @example {
+         *       "id": "pub_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "bucket_id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "kind": "bucket_bundle",
+         *       "preview": false,
+         *       "public_slug": "ada-notes",
+         *       "public_url": "https://ada-notes.sites.cubby.example",
+         *       "status": "published",
+         *       "publish_state": "ready",
+         *       "publish_pending": false,
+         *       "site_mode": "static",
+         *       "site_type": "website",
+         *       "access_mode": "public",
+         *       "noindex": false,
+         *       "publication_root_directory": "",
+         *       "expires_at": null,
+         *       "expired": false,
+         *       "publish_enqueued_at": "2026-11-24T10:00:00.000Z",
+         *       "publish_started_at": "2026-11-24T10:00:01.000Z",
+         *       "publish_completed_at": "2026-11-24T10:00:02.000Z",
+         *       "publish_error": null,
+         *       "unpublished_at": null,
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:02.000Z",
+         *       "share_text": "https://ada-notes.sites.cubby.example"
+         *     }
+         */
+        Publication: {
+            id: string;
+            bucket_id: string;
+            /**
+             * @description bucket_bundle: the main site of a bucket (the name existing clients filter on); preview: its preview
+             * @enum {string}
+             */
+            kind: "main" | "bucket_bundle" | "preview";
+            preview: boolean;
+            public_slug: string;
+            public_url: string;
+            /** @description published, unpublishing or unpublished */
+            status: string;
+            /** @description queued, processing, ready or failed */
+            publish_state: string;
+            publish_pending: boolean;
+            site_mode: string;
+            /** @constant */
+            site_type: "website";
+            /** @description public, password or require_email */
+            access_mode: string;
+            noindex: boolean;
+            publication_root_directory: string;
+            expires_at: string | null;
+            expired: boolean;
+            publish_enqueued_at: string | null;
+            publish_started_at: string | null;
+            publish_completed_at: string | null;
+            publish_error: unknown | null;
+            unpublished_at: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+            /** @description Owner side, access_mode password, once ready */
+            password?: string | null;
+            /** @description The same password, under the name existing clients read (docs/compat.md) */
+            access_password?: string | null;
+            /** @description Owner side, once ready: what to send to visitors */
+            share_text?: string;
+        };
+        /**
+         * @description A batch upload session: it holds the mailbox write lock until finalized or cancelled.
+         * @example {
+         *       "id": "bus_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "mailbox_id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "status": "pending",
+         *       "base_mailbox_version_id": "mv_01JD…",
+         *       "target_mailbox_version_id": null,
+         *       "uploads_expire_at": "2026-11-24T11:00:00.000Z",
+         *       "session_closed_at": null,
+         *       "files_count": 300,
+         *       "pending_files_count": 12,
+         *       "uploaded_files_count": 288,
+         *       "finalized_files_count": 0,
+         *       "skipped_files_count": 0,
+         *       "skipped_code_counts": {},
+         *       "failed_files_count": 0,
+         *       "delete_missing": false,
+         *       "expected_file_count": 300,
+         *       "client_session_key": "site-build-42",
+         *       "created_at": "2026-11-24T10:00:00.000Z"
+         *     }
+         */
+        UploadSession: {
+            id: string;
+            mailbox_id: string;
+            /** @description pending, finalizing, finalized, cancelled or expired */
+            status: string;
+            base_mailbox_version_id: string | null;
+            target_mailbox_version_id: string | null;
+            uploads_expire_at: string | null;
+            session_closed_at: string | null;
+            files_count: number;
+            pending_files_count: number;
+            uploaded_files_count: number;
+            finalized_files_count: number;
+            skipped_files_count: number;
+            skipped_code_counts: {
+                [key: string]: number;
+            };
+            failed_files_count: number;
+            delete_missing: boolean;
+            expected_file_count: number | null;
+            client_session_key: string | null;
+            /** @description An idle session (no call for this long) releases its lock and expires */
+            idle_timeout_seconds?: number;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+        };
+        /** @description A session call's result (surface A): the session (also as upload_session) and this call's targets, saves and skips. */
+        BucketUploadSessionResult: {
+            id: string;
+            /** @description The session under the name bucket-era clients read (docs/compat.md) */
+            bucket_upload_session: {
+                id: string;
+                mailbox_id: string;
+                /** @description pending, finalizing, finalized, cancelled or expired */
+                status: string;
+                base_mailbox_version_id: string | null;
+                target_mailbox_version_id: string | null;
+                uploads_expire_at: string | null;
+                session_closed_at: string | null;
+                files_count: number;
+                pending_files_count: number;
+                uploaded_files_count: number;
+                finalized_files_count: number;
+                skipped_files_count: number;
+                skipped_code_counts: {
+                    [key: string]: number;
+                };
+                failed_files_count: number;
+                delete_missing: boolean;
+                expected_file_count: number | null;
+                client_session_key: string | null;
+                /** @description An idle session (no call for this long) releases its lock and expires */
+                idle_timeout_seconds?: number;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                created_at: string;
+                bucket_id: string;
+            };
+            upload_session: components["schemas"]["UploadSession"];
+            mailbox_upload_session: components["schemas"]["UploadSession"];
+            uploads: {
+                input_index: number;
+                path: string;
+                name: string;
+                signed_blob_id: string;
+                upload: components["schemas"]["UploadTarget"];
+            }[];
+            uploaded: {
+                input_index: number;
+                path: string;
+                file: components["schemas"]["MailboxFile"];
+                version: components["schemas"]["FileVersion"];
+                created: boolean;
+            }[];
+            uploaded_count: number;
+            uploaded_truncated: boolean;
+            created_count: number;
+            updated_count: number;
+            skipped: {
+                path: string;
+                name: string | null;
+                reason: string;
+                code: string;
+                input_index: number;
+                details: {
+                    [key: string]: unknown;
+                };
+            }[];
+            skipped_count: number;
+            skipped_truncated: boolean;
+            /** @description true with 202: call finalize again after Retry-After */
+            finalize_pending: boolean;
+            remaining_files_count: number;
+            message: string;
+        };
+        /** @description The latest address change; poll until status is active or failed. */
+        AddressAssignment: {
+            id: string;
+            /** @description primary or alias */
+            kind: string;
+            /** @description pending, active or failed */
+            status: string;
+            hostname: string;
+            error: {
+                [key: string]: unknown;
+            } | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            finished_at: string | null;
+        };
+        /** @description A bucket's inbound email address, activity, aliases, domains and assignment (surface A). */
+        BucketInboundEmailSettings: {
+            address: string | null;
+            configured: boolean;
+            receiving_enabled: boolean;
+            last_received_at: string | null;
+            received_count: number;
+            monthly_limit: number | null;
+            last_received_path: string | null;
+            aliases: {
+                id: string;
+                address: string;
+                active: boolean;
+            }[];
+            available_domains: {
+                hostname: string;
+                /** @enum {string} */
+                kind: "platform" | "custom";
+            }[];
+            assignment: components["schemas"]["AddressAssignment"] | null;
+            customization: {
+                allowed: boolean;
+                blocked_reason: string | null;
+                settings_url: string | null;
+            };
+            rotations: {
+                monthly_limit: number | null;
+                used: number;
+                remaining: number | null;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                resets_at: string;
+            };
+        };
+        /** @description A DNS record to publish at the domain provider. */
+        DnsRecord: {
+            /** @enum {string} */
+            type: "TXT" | "MX";
+            name: string;
+            value: string;
+            /** @description ownership, ses_verification or receiving */
+            purpose: string;
+            zone: string;
+            relative_name: string;
+        };
+        /**
+         * @description A custom receiving domain and the DNS records it needs.
+         * @example {
+         *       "id": "dom_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "hostname": "inbox.example.com",
+         *       "status": "pending_ownership",
+         *       "guidance": "Publish the ownership TXT record …, then call verify.",
+         *       "receiving": false,
+         *       "root_domain": false,
+         *       "suggested_subdomain": null,
+         *       "root_guidance": null,
+         *       "pause_reason": null,
+         *       "paused_at": null,
+         *       "last_checked_at": null,
+         *       "ownership_verified_at": null,
+         *       "setup_expires_at": "2026-11-27T10:00:00.000Z",
+         *       "ready_at": null,
+         *       "required_dns_records": [
+         *         {
+         *           "type": "MX",
+         *           "name": "inbox.example.com",
+         *           "value": "10 mx.cubby.example",
+         *           "purpose": "receiving",
+         *           "zone": "example.com",
+         *           "relative_name": "inbox"
+         *         }
+         *       ],
+         *       "error": null,
+         *       "assigned_mailboxes": [],
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:00.000Z"
+         *     }
+         */
+        EmailDomain: {
+            id: string;
+            hostname: string;
+            /** @description pending_ownership, verified, ready, paused, failed or removing */
+            status: string;
+            guidance: string;
+            receiving: boolean;
+            root_domain: boolean;
+            suggested_subdomain: string | null;
+            root_guidance: string | null;
+            pause_reason: string | null;
+            paused_at: string | null;
+            last_checked_at: string | null;
+            ownership_verified_at: string | null;
+            setup_expires_at: string | null;
+            ready_at: string | null;
+            required_dns_records: components["schemas"]["DnsRecord"][];
+            error: {
+                [key: string]: unknown;
+            } | null;
+            assigned_mailboxes: {
+                id: string;
+                email: string;
+            }[];
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -1812,4 +1627,5334 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getStatus: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketStatus"];
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    client_name?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            account: components["schemas"]["AccountIdentity"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_CAPACITY_REACHED`, `ACCOUNT_SUSPENDED`, `AGENCY_OWNER_REQUIRED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getAgentAuthCapabilities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AgentAuthCapabilities"];
+                    };
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    requestAgentAuthCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The person's sign-in address */
+                    email: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            message: string;
+                            email: string;
+                            expires_in_seconds: number;
+                            fallback_url: string;
+                            hint: string;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    verifyAgentAuthCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    /** @description Six digits; spaces are ignored */
+                    code: string;
+                    /** @description What this connection is for */
+                    label?: string | null;
+                    /**
+                     * @description mailbox_write unless given
+                     * @enum {string}
+                     */
+                    permission_scope?: "mailbox_read" | "mailbox_write" | "mailbox_admin";
+                    /**
+                     * @description all (default) or selected
+                     * @enum {string}
+                     */
+                    mailbox_access?: "all" | "selected";
+                    /** @description Required when mailbox_access is selected */
+                    mailbox_ids?: string[];
+                    /** @description Mailbox id to read or write; without an entry write, or read when the scope is mailbox_read */
+                    mailbox_permissions?: {
+                        [key: string]: "read" | "write";
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                    /**
+                     * @description Surface A name of mailbox_access
+                     * @enum {string}
+                     */
+                    bucket_access?: "all" | "selected";
+                    bucket_ids?: string[];
+                    bucket_permissions?: {
+                        [key: string]: "read" | "write";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IssuedApiKey"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_ADMIN_REQUIRED`, `ACCOUNT_CAPACITY_REACHED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `TWO_FACTOR_REQUIRED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `SIGN_IN_CODE_INVALID`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    exchangeAgentAuthGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    grant_token: string;
+                    label?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IssuedApiKey"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_ADMIN_REQUIRED`, `ACCOUNT_CAPACITY_REACHED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `GRANT_INVALID`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createBrowserLoginLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    redirect_path?: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            url: string;
+                            path: string;
+                            /** @enum {boolean} */
+                            single_use: true;
+                            /** @enum {boolean} */
+                            requires_login: true;
+                            redirect_path: string;
+                            expires_in: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listBuckets: {
+        parameters: {
+            query?: {
+                /** @description false: active (default); true: archived; all */
+                archived?: "true" | "false" | "all";
+                q?: string;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            buckets: components["schemas"]["Bucket"][];
+                            counts: components["schemas"]["MailboxCounts"];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createBucket: {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    bucket: {
+                        title: string;
+                        description?: string | null;
+                        tag_paths?: string[];
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The bucket made by the first request with this Idempotency-Key (replay) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            bucket: components["schemas"]["Bucket"];
+                        };
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            bucket: components["schemas"]["Bucket"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `MAILBOX_CREATION_NOT_ALLOWED`, `MAILBOX_LIMIT_REACHED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_ADDRESS_TAKEN`, `EMAIL_NOT_READY`, `IDEMPOTENCY_KEY_CONFLICT`, `MAILBOX_TITLE_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_DOMAIN_NOT_AVAILABLE`, `EMAIL_USERNAME_INVALID`, `EMAIL_USERNAME_RESERVED`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `MAILBOX_CREATION_LIMIT_REACHED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getBucket: {
+        parameters: {
+            query?: {
+                include_inbound_email?: "0" | "1" | "true" | "false";
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            bucket: components["schemas"]["Bucket"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    deleteBucket: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                confirmation?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    confirmation?: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_DELETE_BLOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `MAILBOX_DELETE_CONFIRMATION_MISMATCH`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    updateBucket: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    bucket: {
+                        title?: string | null;
+                        description?: string | null;
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    expected_metadata_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            bucket: components["schemas"]["Bucket"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_METADATA_CONFLICT`, `MAILBOX_TITLE_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getBucketInboundEmail: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketInboundEmail"];
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    archiveBucket: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            bucket: components["schemas"]["Bucket"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    unarchiveBucket: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            bucket: components["schemas"]["Bucket"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_NOT_ARCHIVED`, `MAILBOX_TITLE_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getBucketPublication: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"] | null;
+                            preview: components["schemas"]["Publication"] | null;
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    publishBucket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description static (default) or spa: unknown routes fall back to the entry page */
+                    site_mode?: ("static" | "spa") | null;
+                    /** @description Compatibility field: website is accepted (site_mode is canonical) */
+                    site_type?: string | null;
+                    /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
+                    access_mode?: ("public" | "password" | "require_email") | null;
+                    /** @description Site password (access_mode password); omit to keep the current one or have one generated */
+                    password?: string | null;
+                    /** @description Generate a new password; only on the owner's explicit request */
+                    regenerate_password?: boolean | null;
+                    /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
+                    publication_root_directory?: string | null;
+                    /** @description Preferred slugs, best first (used when the bucket has none yet) */
+                    slug_suggestions?: (string[] | string) | null;
+                    /** @description Client metadata: publication_root_directory is read from it (as the field of that name); other keys are ignored */
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description The same fields, nested (accepted too) */
+                    publication?: {
+                        /** @description static (default) or spa: unknown routes fall back to the entry page */
+                        site_mode?: ("static" | "spa") | null;
+                        /** @description Compatibility field: website is accepted (site_mode is canonical) */
+                        site_type?: string | null;
+                        /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
+                        access_mode?: ("public" | "password" | "require_email") | null;
+                        /** @description Site password (access_mode password); omit to keep the current one or have one generated */
+                        password?: string | null;
+                        /** @description Generate a new password; only on the owner's explicit request */
+                        regenerate_password?: boolean | null;
+                        /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
+                        publication_root_directory?: string | null;
+                        /** @description Preferred slugs, best first (used when the bucket has none yet) */
+                        slug_suggestions?: (string[] | string) | null;
+                        /** @description Client metadata: publication_root_directory is read from it (as the field of that name); other keys are ignored */
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Queued; poll the publication until publish_state is ready or failed */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `SITE_SLUG_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    unpublishBucket: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `PUBLICATION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    publishBucketPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description static (default) or spa: unknown routes fall back to the entry page */
+                    site_mode?: ("static" | "spa") | null;
+                    /** @description Compatibility field: website is accepted (site_mode is canonical) */
+                    site_type?: string | null;
+                    /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
+                    access_mode?: ("public" | "password" | "require_email") | null;
+                    /** @description Site password (access_mode password); omit to keep the current one or have one generated */
+                    password?: string | null;
+                    /** @description Generate a new password; only on the owner's explicit request */
+                    regenerate_password?: boolean | null;
+                    /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
+                    publication_root_directory?: string | null;
+                    /** @description Preferred slugs, best first (used when the bucket has none yet) */
+                    slug_suggestions?: (string[] | string) | null;
+                    /** @description Client metadata: publication_root_directory is read from it (as the field of that name); other keys are ignored */
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                    /** @description The same fields, nested (accepted too) */
+                    publication?: {
+                        /** @description static (default) or spa: unknown routes fall back to the entry page */
+                        site_mode?: ("static" | "spa") | null;
+                        /** @description Compatibility field: website is accepted (site_mode is canonical) */
+                        site_type?: string | null;
+                        /** @description public (default), password or require_email; protected modes need a paid plan on the main site */
+                        access_mode?: ("public" | "password" | "require_email") | null;
+                        /** @description Site password (access_mode password); omit to keep the current one or have one generated */
+                        password?: string | null;
+                        /** @description Generate a new password; only on the owner's explicit request */
+                        regenerate_password?: boolean | null;
+                        /** @description Bucket-relative folder served as the site root; "" publishes the whole bucket */
+                        publication_root_directory?: string | null;
+                        /** @description Preferred slugs, best first (used when the bucket has none yet) */
+                        slug_suggestions?: (string[] | string) | null;
+                        /** @description Client metadata: publication_root_directory is read from it (as the field of that name); other keys are ignored */
+                        metadata?: {
+                            [key: string]: unknown;
+                        } | null;
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Queued; poll the publication until publish_state is ready or failed */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `SITE_SLUG_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    unpublishBucketPreview: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `PUBLICATION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    retryBucketPublication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `PUBLICATION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `PUBLICATION_NOT_RETRYABLE`, `SITE_SLUG_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    renameBucketPublicSlug: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    public_slug?: string;
+                    slug?: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            public_slug: string;
+                            public_url: string;
+                            preview_url: string;
+                            publication: components["schemas"]["Publication"] | null;
+                            preview: components["schemas"]["Publication"] | null;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `SITE_SLUG_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listPublications: {
+        parameters: {
+            query?: {
+                bucket_id?: string;
+                /** @description bucket_bundle (or main): the main sites; preview: the previews */
+                kind?: "main" | "bucket_bundle" | "preview";
+                /** @description Accepted for compatibility; publications carry no file manifest */
+                include_manifest?: "0" | "1" | "true" | "false";
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publications: components["schemas"]["Publication"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getPublication: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description pub_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            publication: components["schemas"]["Publication"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `PUBLICATION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createDirectUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    bucket_id: string;
+                    path: string;
+                    /** @enum {string} */
+                    existing_file_policy?: "replace" | "skip";
+                    blob: {
+                        filename: string;
+                        byte_size: number;
+                        /** @description base64 MD5 of the bytes */
+                        checksum: string;
+                        content_type: string;
+                        /** @description hex SHA-256 of the bytes */
+                        sha256: string;
+                        purpose?: string;
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description No upload needed (identical content, or existing_file_policy=skip) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DirectUploadSkipped"];
+                    };
+                };
+            };
+            /** @description Upload target made: PUT the bytes, then save the file */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DirectUpload"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listBucketFiles: {
+        parameters: {
+            query?: {
+                q?: string;
+                folder?: string;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Rows to skip (offset paging; the cursor is the better way). Not with cursor */
+                offset?: number;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            files: components["schemas"]["MailboxFile"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    saveBucketFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    path: string;
+                    signed_blob_id: string;
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description A new version of an existing file, or skipped (see `skipped`, `code`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description A new file */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    appendBucketText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    path: string;
+                    content: string;
+                    newline_before?: boolean;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            file: components["schemas"]["MailboxFile"];
+                            version: components["schemas"]["FileVersion"];
+                            path: string;
+                            /** @enum {boolean} */
+                            appended: true;
+                            appended_bytes: number;
+                            newline_inserted: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getBucketFile: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                /** @description df_… id */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            file: components["schemas"]["MailboxFile"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listBucketFileVersions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                /** @description df_… id */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            versions: components["schemas"]["FileVersion"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    restoreBucketFileVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description df_… id */
+                file_id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `FILE_VERSION_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    downloadBucketFileByPath: {
+        parameters: {
+            query: {
+                path: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current bytes of the file, with its content type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createBucketUploadSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description On finalize, delete live files the session did not name (never _email/); needs mailbox-admin */
+                    delete_missing?: boolean;
+                    /** @description How many files the client means to upload (progress only) */
+                    expected_file_count?: number | null;
+                    /** @description Idempotency: the same key on the same mailbox returns its pending session */
+                    client_session_key?: string | null;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description The pending session with this client_session_key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Session started */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    requestBucketUploadSessionUploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description bus_… id */
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    files: {
+                        path: string;
+                        /** @description Display name; default the last path segment */
+                        name?: string | null;
+                        /** @description Alias of name */
+                        filename?: string | null;
+                        byte_size: number;
+                        content_type: string;
+                        /** @description base64 MD5 of the bytes */
+                        checksum: string;
+                        /** @description hex SHA-256 of the bytes */
+                        sha256: string;
+                    }[];
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    finalizeBucketUploadSessionBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description bus_… id */
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Files to save (default 12) */
+                    limit?: number;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Saved a batch; more work remains (Retry-After) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    finalizeBucketUploadSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description bus_… id */
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true (default): save and finish; false: cancel */
+                    complete?: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Finished or cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description finalize_pending: call again after Retry-After */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketUploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    rotateBucketInboundEmail: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Must be true */
+                    confirm?: boolean;
+                    /** @description The current address */
+                    current_address?: string;
+                    /** @description An exact ready domain of the account, or `platform`; omitted: stay on the current domain */
+                    domain?: string | null;
+                    /** @description 8 to 80 letters, digits, underscores or hyphens; reuse it when retrying */
+                    idempotency_key?: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The address changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketInboundEmailSettings"];
+                    };
+                };
+            };
+            /** @description A custom-domain activation is queued; poll inbound_email */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["BucketInboundEmailSettings"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_CUSTOMIZATION_UNAVAILABLE`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_ALIAS_LIMIT`, `IDEMPOTENCY_KEY_CONFLICT`, `INBOUND_EMAIL_ADDRESS_CHANGED`, `INBOUND_EMAIL_ROTATION_UNAVAILABLE`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_USERNAME_INVALID`, `EMAIL_USERNAME_RESERVED`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `INBOUND_EMAIL_ROTATION_LIMIT`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listInboundEmailDomains: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domains: components["schemas"]["EmailDomain"][];
+                            enabled: boolean;
+                            guidance: string;
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    createInboundEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An exact hostname, such as inbox.example.com */
+                    hostname: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_DOMAINS_NOT_ENABLED`, `EMAIL_DOMAIN_LIMIT_REACHED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_DOMAIN_CONFLICT`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_DOMAIN_DNS_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    checkInboundEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An exact hostname, such as inbox.example.com */
+                    hostname: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            hostname: string;
+                            root_domain: boolean;
+                            suggested_subdomain: string | null;
+                            root_guidance: string | null;
+                            zone: string;
+                            available: boolean;
+                            unavailable_reason: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_DOMAIN_DNS_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getInboundEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description dom_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    deleteInboundEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Must equal the domain's hostname */
+                hostname?: string;
+                /** @description Must be true */
+                confirm?: boolean | ("true" | "false");
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description dom_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Must equal the domain's hostname */
+                    hostname?: string;
+                    /** @description Must be true */
+                    confirm?: boolean | ("true" | "false");
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Removal queued; poll the domain */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_DOMAIN_IN_USE`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    verifyInboundEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description dom_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Check queued; read the domain for the result */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+}

@@ -12,29 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Connection, account and server status */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -51,64 +29,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the credential's account and granted client accounts */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listAccounts"];
         put?: never;
         /** Create a client account (agency owner) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        client_name?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -123,29 +47,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read one account */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    account_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getAccount"];
         put?: never;
         post?: never;
         delete?: never;
@@ -162,13 +64,40 @@ export interface paths {
             cookie?: never;
         };
         /** Plan limits and mailbox-creation usage */
+        get: operations["getAccountLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/account/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Activity history of the account (owners and administrators) */
         get: {
             parameters: {
                 query?: {
+                    /** @description Page size, 1 to 100 */
+                    limit?: number;
+                    /** @description The previous page's pagination.next_cursor */
+                    cursor?: string;
                     /** @description Selects another granted account for this request only */
                     account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
+                    /** @description Only entries by this person */
+                    user_id?: string;
+                    /** @description Only entries made with this API key */
+                    api_key_id?: string;
+                    /** @description Only entries whose target is this mailbox */
+                    mailbox_id?: string;
+                    /** @description An action (mailbox.create) or a prefix (mailbox.) */
+                    action?: string;
                 };
                 header?: never;
                 path?: never;
@@ -176,12 +105,127 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description ActivityPage */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                account_id: string;
+                                activity: {
+                                    id: string;
+                                    created_at: string;
+                                    action: string;
+                                    target_type: string;
+                                    target_id: string | null;
+                                    reason: string | null;
+                                    request_id: string | null;
+                                    user: {
+                                        id: string;
+                                        email: string | null;
+                                        name: string | null;
+                                    } | null;
+                                    api_key: {
+                                        id: string;
+                                        label: string | null;
+                                    } | null;
+                                    agent: {
+                                        [key: string]: unknown;
+                                    } | null;
+                                }[];
+                                /** @description Pagination */
+                                pagination: {
+                                    limit: number;
+                                    has_more: boolean;
+                                    next_cursor: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description ErrorEnvelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                                request_id?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description ErrorEnvelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                                request_id?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description ErrorEnvelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                                request_id?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description ErrorEnvelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                                details?: unknown;
+                                request_id?: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -201,24 +245,7 @@ export interface paths {
             cookie?: never;
         };
         /** Supported authentication flows (no key; never creates an account) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getAgentAuthCapabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -237,35 +264,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Email a six-digit sign-in code (the same reply for every address) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The person's sign-in address */
-                        email: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["requestAgentAuthCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -282,54 +281,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Trade the code for an API key (owners and administrators; not with two-factor sign-in) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        email: string;
-                        /** @description Six digits; spaces are ignored */
-                        code: string;
-                        /** @description What this connection is for */
-                        label?: string | null;
-                        /**
-                         * @description mailbox_write unless given
-                         * @enum {string}
-                         */
-                        permission_scope?: "mailbox_read" | "mailbox_write" | "mailbox_admin";
-                        /**
-                         * @description all (default) or selected
-                         * @enum {string}
-                         */
-                        mailbox_access?: "all" | "selected";
-                        /** @description Required when mailbox_access is selected */
-                        mailbox_ids?: string[];
-                        /** @description Mailbox id to read or write; without an entry write, or read when the scope is mailbox_read */
-                        mailbox_permissions?: {
-                            [key: string]: "read" | "write";
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["verifyAgentAuthCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -346,35 +298,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Trade a one-time connection code from the dashboard for an API key */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        grant_token: string;
-                        label?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["exchangeAgentAuthGrant"];
         delete?: never;
         options?: never;
         head?: never;
@@ -391,34 +315,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A single-use dashboard link; grants no access (the person signs in) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        redirect_path?: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createBrowserLoginLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -433,76 +330,10 @@ export interface paths {
             cookie?: never;
         };
         /** List mailboxes (newest first) with counts */
-        get: {
-            parameters: {
-                query?: {
-                    status?: "active" | "archived" | "all";
-                    q?: string;
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listMailboxes"];
         put?: never;
         /** Create a mailbox with its receiving address (never retried automatically) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        mailbox?: {
-                            title?: string | null;
-                            description?: string | null;
-                            /** @description Application data; replaces the whole object */
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                            email?: {
-                                username?: string;
-                                domain?: string;
-                            };
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createMailbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -517,119 +348,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a mailbox (never changes it) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getMailbox"];
         put?: never;
         post?: never;
         /** Delete an archived mailbox */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    confirmation?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        confirmation?: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteMailbox"];
         options?: never;
         head?: never;
         /** Update title, description or metadata */
-        patch: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        mailbox: {
-                            title?: string | null;
-                            description?: string | null;
-                            /** @description Application data; replaces the whole object */
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                        expected_metadata_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        patch: operations["updateMailbox"];
         trace?: never;
     };
     "/v1/mailboxes/{mailbox_id}/archive": {
@@ -642,41 +369,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Archive (read-only; files and emails kept) */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["archiveMailbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -693,41 +386,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Unarchive (mailbox-admin) */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["unarchiveMailbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -744,47 +403,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Step 1: declare a file and get a signed upload URL (or a skip for identical content) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        mailbox_id: string;
-                        path: string;
-                        /** @enum {string} */
-                        existing_file_policy?: "replace" | "skip";
-                        blob: {
-                            filename: string;
-                            byte_size: number;
-                            /** @description base64 MD5 of the bytes */
-                            checksum: string;
-                            content_type: string;
-                            /** @description hex SHA-256 of the bytes */
-                            sha256: string;
-                            purpose?: string;
-                        };
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createDirectUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -798,78 +417,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List files (includes _email/; never marks read) */
-        get: {
-            parameters: {
-                query?: {
-                    q?: string;
-                    folder?: string;
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /** List files (includes _email/; never marks read); cursor or offset paging */
+        get: operations["listFiles"];
         put?: never;
         /** Step 3: save an uploaded blob at a path (an existing path gets a new version) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        path: string;
-                        signed_blob_id: string;
-                        name?: string | null;
-                        /** @enum {string} */
-                        role?: "source" | "reference" | "generated" | "agent_output" | "export" | "artifact";
-                        /** @enum {string} */
-                        existing_file_policy?: "replace" | "skip";
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["saveFile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -884,34 +436,7 @@ export interface paths {
             cookie?: never;
         };
         /** File metadata by path */
-        get: {
-            parameters: {
-                query: {
-                    path: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    disposition?: string;
-                    content_url?: string;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFileByPath"];
         put?: never;
         post?: never;
         delete?: never;
@@ -930,40 +455,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Append UTF-8 text to an existing file (a new version) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        path: string;
-                        content: string;
-                        newline_before?: boolean;
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["appendText"];
         delete?: never;
         options?: never;
         head?: never;
@@ -978,112 +470,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read file metadata (does not mark read) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFile"];
         put?: never;
         post?: never;
         /** Delete a file (mailbox-admin); recorded as a version */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    expected_mailbox_version?: string;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteFile"];
         options?: never;
         head?: never;
         /** Set the shared read status */
-        patch: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        read: boolean;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        patch: operations["setFileRead"];
         trace?: never;
     };
     "/v1/mailboxes/{mailbox_id}/files/{file_id}/download": {
@@ -1094,32 +489,7 @@ export interface paths {
             cookie?: never;
         };
         /** A signed, expiring download link for the current version */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getFileDownload"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1138,39 +508,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Rename within its folder (body: name) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["renameFile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1187,39 +525,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Move to another path (body: path) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        path: string;
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["moveFile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1236,39 +542,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Copy to a new path (body: path) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        path: string;
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["copyFile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1283,36 +557,7 @@ export interface paths {
             cookie?: never;
         };
         /** Versions of a file, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listFileVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1331,39 +576,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Restore an earlier version as a new version */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    file_id: string;
-                    version_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["restoreFileVersion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1378,97 +591,10 @@ export interface paths {
             cookie?: never;
         };
         /** List emails (newest first unless order=asc); every page has a next_cursor for polling; never marks read */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description desc (default): newest first. Polling: asc, and resend next_cursor with the same filters */
-                    order?: "asc" | "desc";
-                    /** @description received (default), sent or all */
-                    direction?: "received" | "sent" | "all";
-                    /** @description Exact sender address (first From address), case-insensitive */
-                    sender?: string;
-                    /** @description Case-insensitive text in the subject */
-                    subject?: string;
-                    /** @description Date-time with zone; only mail received after it */
-                    received_after?: string;
-                    /** @description Date-time with zone; only mail received before it */
-                    received_before?: string;
-                    read?: "0" | "1" | "true" | "false";
-                    has_attachments?: "0" | "1" | "true" | "false";
-                    conversation_id?: string;
-                    /** @description Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory) */
-                    include_storage?: "0" | "1" | "true" | "false";
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listEmails"];
         put?: never;
         /** Send an email or a reply (write permission); 202 with the sent email, delivery.status queued. No idempotency key: after an unknown result, list direction=sent before sending again */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Recipients; with in_reply_to it defaults to the original sender when that sender passed SPF or DMARC */
-                        to?: string[];
-                        /** @description Copy recipients (no bcc); to plus cc: at most 10 addresses */
-                        cc?: string[];
-                        /** @description Required without in_reply_to; a reply defaults to "Re: " plus the original subject */
-                        subject?: string | null;
-                        /** @description Plain-text body, up to 1 MiB */
-                        text: string;
-                        /** @description HTML body, up to 1 MiB */
-                        html?: string | null;
-                        /** @description Id of a received email of this mailbox: sets In-Reply-To and References and joins its conversation */
-                        in_reply_to?: string | null;
-                        /** @description Ids of current files of this mailbox to attach */
-                        attachment_ids?: string[];
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["sendEmail"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1483,113 +609,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read an email with body and attachments (does not mark read; 503 EMAIL_LABELING_PENDING while labeling) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    /** @description Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory) */
-                    include_storage?: "0" | "1" | "true" | "false";
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    email_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getEmail"];
         put?: never;
         post?: never;
         /** Delete an email and its stored files for good (mailbox-admin; no trash) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    email_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteEmail"];
         options?: never;
         head?: never;
         /** Set the shared read status (read permission) */
-        patch: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    /** @description Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory) */
-                    include_storage?: "0" | "1" | "true" | "false";
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    email_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        read: boolean;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        patch: operations["setEmailRead"];
         trace?: never;
     };
     "/v1/mailboxes/{mailbox_id}/emails/{email_id}/raw": {
@@ -1600,32 +628,7 @@ export interface paths {
             cookie?: never;
         };
         /** A signed, expiring download link for the original message (.eml); withheld mail: 503 or 403 */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    email_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getEmailRawDownload"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1642,33 +645,7 @@ export interface paths {
             cookie?: never;
         };
         /** A signed, expiring download link for an attachment; withheld mail: 503 or 403 */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    email_id: string;
-                    attachment_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getEmailAttachmentDownload"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1687,43 +664,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Start a batch upload; locks the mailbox for other writes (201; 200 for a pending session with the same client_session_key) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description On finalize, delete live files the session did not name (never _email/); needs mailbox-admin */
-                        delete_missing?: boolean;
-                        /** @description How many files the client means to upload (progress only) */
-                        expected_file_count?: number | null;
-                        /** @description Idempotency: the same key on the same mailbox returns its pending session */
-                        client_session_key?: string | null;
-                        /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT */
-                        expected_mailbox_version?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createUploadSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1740,50 +681,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Declare up to 100 files: an upload URL and headers for each, or a skip for identical content */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    /** @description bus_… id */
-                    session_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        files: {
-                            path: string;
-                            /** @description Display name; default the last path segment */
-                            name?: string | null;
-                            /** @description Alias of name */
-                            filename?: string | null;
-                            byte_size: number;
-                            content_type: string;
-                            /** @description base64 MD5 of the bytes */
-                            checksum: string;
-                            /** @description hex SHA-256 of the bytes */
-                            sha256: string;
-                        }[];
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["requestUploadSessionUploads"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1800,39 +698,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Save a bounded batch of uploaded files (default 12); never deletes. Missing bytes: DIRECT_UPLOAD_NOT_FOUND with details.path */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    /** @description bus_… id */
-                    session_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Files to save (default 12) */
-                        limit?: number;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["finalizeUploadSessionBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1849,39 +715,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Finish (complete=true: one mailbox version; 202 finalize_pending with Retry-After while work remains) or cancel (complete=false) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                    /** @description bus_… id */
-                    session_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description true (default): save and finish; false: cancel */
-                        complete?: boolean;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["finalizeUploadSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1896,32 +730,7 @@ export interface paths {
             cookie?: never;
         };
         /** Email settings: address, aliases, domains, assignment, customization, allowlist (write) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getEmailSettings"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1940,51 +749,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Change the address (200), or queue a custom-domain change (202; poll assignment.status) */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Must be true */
-                        confirm?: boolean;
-                        /** @description The current address; a different current address gives EMAIL_ADDRESS_CHANGED */
-                        expected_address?: string;
-                        /** @description Omit for a generated name. Platform domain: prefix plus a new 4-character suffix; custom domain: the exact name */
-                        username?: string | null;
-                        /** @description An available platform domain, a ready custom domain of the account, or `platform` */
-                        domain?: string | null;
-                        /** @description Default: true for account owners/administrators while the old domain still receives mail */
-                        keep_old_as_alias?: boolean;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["rotateEmailAddress"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2001,45 +766,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Add an alias (202; activates in the background) */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Platform domain: prefix, given a 4-character random suffix; custom domain: the exact name */
-                        username: string;
-                        /** @description An available platform domain, a ready custom domain of the account, or `platform` */
-                        domain?: string | null;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["addEmailAlias"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2057,43 +784,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Delete an alias (stops deliveries to it; saved emails stay) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                    /** @description adr_… id of the alias */
-                    alias_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteEmailAlias"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2113,48 +804,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Replace the sender allowlist (owner/administrator with admin) */
-        patch: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description bkt_… id */
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        sender_allowlist: {
-                            enabled: boolean;
-                            /** @description Exact addresses or @domain */
-                            entries: string[];
-                        };
-                        /** @description sender_allowlist.version from the last read */
-                        expected_version: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        patch: operations["updateSenderAllowlist"];
         trace?: never;
     };
     "/v1/account/email_domains": {
@@ -2165,69 +815,10 @@ export interface paths {
             cookie?: never;
         };
         /** List custom email domains (full-account owner or administrator) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listEmailDomains"];
         put?: never;
         /** Claim an exact hostname (201); returns the DNS records to publish, then verify */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description An exact hostname, such as inbox.example.com */
-                        hostname: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["createEmailDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2244,40 +835,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Root domain or subdomain, and a suggested subdomain; claims nothing */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description An exact hostname, such as inbox.example.com */
-                        hostname: string;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["checkEmailDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2292,78 +850,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a custom email domain */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description dom_… id */
-                    domain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getEmailDomain"];
         put?: never;
         post?: never;
         /** Remove a domain no address uses (hostname and confirm=true) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Must equal the domain's hostname */
-                    hostname?: string;
-                    /** @description Must be true */
-                    confirm?: boolean | ("true" | "false");
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description dom_… id */
-                    domain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Must equal the domain's hostname */
-                        hostname?: string;
-                        /** @description Must be true */
-                        confirm?: boolean | ("true" | "false");
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteEmailDomain"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2379,41 +870,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Queue the ownership, provider and MX check (202); read the domain for the result */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    /** @description dom_… id */
-                    domain_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["verifyEmailDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2428,101 +885,12 @@ export interface paths {
             cookie?: never;
         };
         /** Read the webhook (object or null); the signing secret is never returned (mailbox-admin) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getEmailWebhook"];
         /** Set the webhook URL (public HTTPS); signing_secret is returned once, for a new URL or rotate_secret=true, and waiting deliveries are cancelled (mailbox-admin) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Public HTTPS URL, at most 2048 bytes, no user name, password or fragment */
-                        webhook_url: string;
-                        /** @description Issue a new signing secret for the same URL */
-                        rotate_secret?: boolean;
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        put: operations["setEmailWebhook"];
         post?: never;
         /** Remove the webhook and cancel queued deliveries; 200 also when none is set (mailbox-admin) */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Selects another granted account for this request only */
-                        account_id?: string;
-                        /** @description Purpose of the action, for activity history; no secrets */
-                        reason?: string | null;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteEmailWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2536,37 +904,7 @@ export interface paths {
             cookie?: never;
         };
         /** Webhook deliveries, newest first, each with its attempts (status code, latency, error) (mailbox-admin) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Only deliveries in this state */
-                    status?: "pending" | "retrying" | "succeeded" | "failed" | "cancelled";
-                };
-                header?: never;
-                path: {
-                    mailbox_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listEmailWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2583,18 +921,42 @@ export interface paths {
             cookie?: never;
         };
         /** A 60-second, single-use ticket for the live EmailReceivedChannel (connect to websocket_url?email_subscription_token=…); catch up with the ascending email list after every connect */
+        get: operations["createEmailSubscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search emails (subject, people, body, attachment names and text) and files (path, text) in every mailbox this credential can read */
         get: {
             parameters: {
-                query?: {
+                query: {
+                    /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
+                    q: string;
+                    mailbox_id?: string;
+                    /** @description Only emails or only files (default both) */
+                    kind?: "email" | "file";
+                    /** @description Page size, 1 to 100 */
+                    limit?: number;
+                    /** @description The previous page's pagination.next_cursor */
+                    cursor?: string;
                     /** @description Selects another granted account for this request only */
                     account_id?: string;
                     /** @description Purpose of the action, for activity history; no secrets */
                     reason?: string | null;
                 };
                 header?: never;
-                path: {
-                    mailbox_id: string;
-                };
+                path?: never;
                 cookie?: never;
             };
             requestBody?: never;
@@ -2604,7 +966,114 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: true;
+                            data: {
+                                results: {
+                                    /** @enum {string} */
+                                    kind: "email" | "file";
+                                    id: string;
+                                    mailbox_id: string;
+                                    /** @description Higher is a better match; compare within one result list only */
+                                    score: number;
+                                    /** @description Plain text around the first matching word (no markup) */
+                                    snippet: string | null;
+                                    email?: {
+                                        id: string;
+                                        subject: string | null;
+                                        received_at: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                    file?: {
+                                        id: string;
+                                        path: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    };
+                                }[];
+                                pagination: {
+                                    limit: number;
+                                    has_more: boolean;
+                                    next_cursor: string | null;
+                                };
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            success: false;
+                            error: {
+                                code: string;
+                                message: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -2617,9 +1086,1134 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "email.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An email was stored in the mailbox
+         * @description Signed with the Standard Webhooks scheme: verify `webhook-signature` (`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}` with the `whsec_…` secret) before trusting the body. Answer 2xx within 15 s. Network errors, 408, 429 and 5xx are retried with backoff (Retry-After honoured within 1–3600 s); other statuses and redirects stop the delivery.
+         */
+        post: operations["emailReceivedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
-    schemas: never;
+    schemas: {
+        /**
+         * @description Keyset pagination of a list; cursors are opaque and bound to the filters they were made with.
+         * @example {
+         *       "limit": 50,
+         *       "has_more": true,
+         *       "next_cursor": "eyJiIjoi…"
+         *     }
+         */
+        Pagination: {
+            limit: number;
+            has_more: boolean;
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            next_cursor: string | null;
+            /** @description Offset paging: the offset of this page */
+            offset?: number;
+            /** @description Offset paging: items on this page */
+            count?: number;
+            /** @description Offset paging: items in the whole list */
+            total?: number;
+            /** @description Offset paging: pass as `offset` for the next page; null on the last page */
+            next_offset?: number | null;
+        };
+        /**
+         * @description Error envelope of surface R (/v1).
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "MAILBOX_NOT_FOUND",
+         *         "message": "Mailbox not found.",
+         *         "details": {},
+         *         "request_id": "req_01J…"
+         *       }
+         *     }
+         */
+        Error: {
+            /** @constant */
+            success: false;
+            error: {
+                /** @description Stable error code; clients branch on it (see the response description for the codes) */
+                code: string;
+                message: string;
+                request_id: string;
+                /** @description Structured context: `field` for validation errors, `retry_after` seconds on 429/503 */
+                details: {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description A delete that happened.
+         * @example {
+         *       "deleted": true,
+         *       "id": "bkt_01J…"
+         *     }
+         */
+        Deleted: {
+            /** @constant */
+            deleted: true;
+            id: string;
+        };
+        /**
+         * @description Body of the `email.received` webhook: ids and counts only, never content; read the email through the API.
+         * @example {
+         *       "id": "evt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "type": "email.received",
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "data": {
+         *         "account_id": "acc_01JD…",
+         *         "mailbox_id": "bkt_01JD…",
+         *         "email_id": "eml_01JD…",
+         *         "received_at": "2026-11-24T10:00:00.000Z",
+         *         "attachment_count": 1
+         *       }
+         *     }
+         */
+        EmailReceivedEvent: {
+            /** @description Event id (evt_…); the same on every retry, also sent as `webhook-id` */
+            id: string;
+            /** @constant */
+            type: "email.received";
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            data: {
+                account_id: string;
+                mailbox_id: string;
+                email_id: string;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                received_at: string;
+                attachment_count: number;
+            };
+        };
+        /** @description What a credential may do. */
+        Permissions: {
+            read: boolean;
+            write: boolean;
+            admin: boolean;
+        };
+        /**
+         * @description An account as every surface shows it.
+         * @example {
+         *       "id": "acc_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "name": "Ada Lovelace",
+         *       "account_kind": "personal",
+         *       "kind": "personal",
+         *       "client_name": null,
+         *       "agency_account": null,
+         *       "website_publishing_enabled": true,
+         *       "region": "eu",
+         *       "status": "active",
+         *       "permissions": {
+         *         "scope": "mailbox_admin",
+         *         "mailbox_access": "all",
+         *         "can_create_mailboxes": true
+         *       }
+         *     }
+         */
+        AccountIdentity: {
+            id: string;
+            name: string;
+            /** @description personal, agency or client */
+            account_kind: string;
+            kind: string;
+            client_name: string | null;
+            agency_account: {
+                id: string;
+                name: string;
+            } | null;
+            website_publishing_enabled: boolean;
+            region: string;
+            /** @description active or read_only */
+            status: string;
+            permissions: {
+                scope: string;
+                mailbox_access: string;
+                can_create_mailboxes: boolean;
+            };
+        };
+        /** @description The selected account with what the credential may do with it. */
+        StatusAccount: {
+            id: string;
+            name: string;
+            /** @description personal, agency or client */
+            account_kind: string;
+            kind: string;
+            client_name: string | null;
+            agency_account: {
+                id: string;
+                name: string;
+            } | null;
+            website_publishing_enabled: boolean;
+            region: string;
+            /** @description active or read_only */
+            status: string;
+            permissions: {
+                scope: string;
+                mailbox_access: string;
+                can_create_mailboxes: boolean;
+            };
+            can_create_client_account: boolean;
+            can_manage_billing: boolean;
+            billing_message: string | null;
+            previous_status: string | null;
+            status_reason: string | null;
+            status_updated_at: string | null;
+            restriction: {
+                code: string;
+                message: string;
+                acceptable_use_policy_url: string;
+                support_email: string;
+            } | null;
+        };
+        /** @description The credential making the request and whether to renew it. */
+        Connection: {
+            api_key_id: string | null;
+            label: string | null;
+            token_type: string | null;
+            scope: string;
+            expires_at: string | null;
+            last_used_at: string | null;
+            mailbox_access: string;
+            mailbox_ids: string[];
+            denied_mailbox_ids: string[];
+            mailbox_permissions: {
+                [key: string]: string;
+            };
+            permissions: components["schemas"]["Permissions"];
+            agent: {
+                [key: string]: unknown;
+            } | null;
+            transport: string | null;
+            renewal: {
+                recommended: boolean;
+                next_action: string;
+                browser_url: string;
+            };
+        };
+        /** @description Connection, account and server status (surface R). */
+        Status: {
+            /** @constant */
+            connected: true;
+            account: components["schemas"]["StatusAccount"];
+            default_account_id: string;
+            accounts: components["schemas"]["AccountIdentity"][];
+            server_version: string;
+            client_version: string;
+            connection: components["schemas"]["Connection"];
+            user: {
+                id: string;
+                email: string;
+                name: string | null;
+            };
+            dashboard_url: string;
+            features: {
+                email_domains: boolean;
+            };
+        };
+        /** @description Every plan limit by key; null means no cap. */
+        PlanLimits: {
+            [key: string]: number | null;
+        };
+        /**
+         * @description One version of a file; every write, rename, move, delete and restore is a version.
+         * @example {
+         *       "id": "fv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "file_id": "fil_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "name": "notes.md",
+         *       "path": "docs/notes.md",
+         *       "mime_type": "text/markdown",
+         *       "sha256": "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9",
+         *       "reason": null,
+         *       "created_by_system": null,
+         *       "deleted": false,
+         *       "ready": true,
+         *       "has_text": true,
+         *       "version_number": 2,
+         *       "byte_size": 11,
+         *       "mailbox_version_id": "mv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "created_by": null,
+         *       "updated_by": null,
+         *       "created_by_agent": null,
+         *       "updated_by_agent": null,
+         *       "created_by_api_key": {
+         *         "id": "key_01JD…",
+         *         "label": "laptop",
+         *         "token_type": "api"
+         *       },
+         *       "updated_by_api_key": {
+         *         "id": "key_01JD…",
+         *         "label": "laptop",
+         *         "token_type": "api"
+         *       },
+         *       "read": false,
+         *       "read_at": null,
+         *       "read_by": null,
+         *       "read_by_api_key": null
+         *     }
+         */
+        FileVersion: {
+            id: string;
+            file_id: string;
+            name: string;
+            path: string;
+            mime_type: string;
+            sha256: string | null;
+            reason: string | null;
+            created_by_system: string | null;
+            deleted: boolean;
+            ready: boolean;
+            has_text: boolean;
+            version_number: number;
+            byte_size: number;
+            mailbox_version_id: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            created_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            updated_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            created_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            updated_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            created_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            updated_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            read: boolean;
+            read_at: string | null;
+            read_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            read_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+        };
+        /** @description A file of a mailbox (bucket) with its current version. */
+        MailboxFile: {
+            id: string;
+            mailbox_id: string;
+            basename: string;
+            path: string;
+            role: string;
+            created_by_system: string | null;
+            deleted: boolean;
+            version_reasons: {
+                version_id: string;
+                reason: string | null;
+                created_by_id: string | null;
+                version_number: number;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                created_at: string;
+            }[];
+            lock: {
+                locked: boolean;
+            };
+            current_file_version: components["schemas"]["FileVersion"] | null;
+            created_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+            deleted_at: string | null;
+            created_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            updated_by_agent: ({
+                name: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            created_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            updated_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+            read: boolean;
+            read_at: string | null;
+            read_by: {
+                id: string;
+                name: string | null;
+                email: string;
+            } | null;
+            read_by_api_key: {
+                id: string;
+                label: string | null;
+                token_type: string;
+            } | null;
+        };
+        /** @description The result of a write: the file, the version it made (or kept), and what happened. */
+        FileWrite: {
+            file: components["schemas"]["MailboxFile"];
+            version: components["schemas"]["FileVersion"];
+            /** @description A new file (not a new version of an existing one) */
+            created: boolean;
+            skipped: boolean;
+            /** @description The content was identical to the current version */
+            duplicate: boolean;
+            /**
+             * @description Why nothing was written, when skipped
+             * @enum {string}
+             */
+            code?: "DUPLICATE_FILE_VERSION" | "FILE_EXISTS";
+        };
+        /** @description A signed, expiring URL for the bytes. */
+        DownloadLink: {
+            url: string;
+            filename: string;
+            content_type: string;
+            size_bytes: number;
+            /**
+             * @description Fetch the URL without the API key
+             * @constant
+             */
+            authentication: "none";
+            /** @description Seconds the URL stays valid */
+            expires_in: number;
+        };
+        /** @description Where to PUT the bytes, without the API key. */
+        UploadTarget: {
+            url: string;
+            /** @description Send exactly these headers with the PUT */
+            headers: {
+                [key: string]: string;
+            };
+        };
+        /** @description A declared upload: PUT the bytes to direct_upload.url, then save the file with signed_id. */
+        DirectUpload: {
+            /** @description Pass as signed_blob_id when saving the file */
+            signed_id: string;
+            filename: string;
+            byte_size: number;
+            checksum: string;
+            content_type: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            expires_at: string;
+            direct_upload: components["schemas"]["UploadTarget"];
+            /** @constant */
+            skipped: false;
+            /** @constant */
+            duplicate: false;
+        };
+        /** @description No upload needed: the path already holds this content (or existing_file_policy=skip). */
+        DirectUploadSkipped: {
+            /** @constant */
+            skipped: true;
+            duplicate: boolean;
+            file: components["schemas"]["MailboxFile"];
+            version: components["schemas"]["FileVersion"];
+            reason: string;
+            details: {
+                code: string;
+                path: string;
+            };
+        };
+        /** @description Whether an action (archive, unarchive, delete) is allowed now, and if not why. */
+        MailboxAction: {
+            allowed: boolean;
+            blocked_reason: string | null;
+            required_action: string | null;
+            /** @description For delete: the exact `confirmation` value to send */
+            confirmation: string | null;
+        };
+        /** @description The mailbox's email address and counters. */
+        MailboxEmail: {
+            /** @description Only for credentials with write access */
+            address?: string;
+            message_count: number;
+            unread_count: number;
+            last_received_at: string | null;
+            receiving_enabled: boolean;
+            /** @description Why the mailbox is not receiving */
+            blocked_reason?: string | null;
+            sending_enabled: boolean;
+            sending_blocked_reason?: string | null;
+        };
+        /**
+         * @description A private file bucket with its own email address (surface R).
+         * @example {
+         *       "id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "account_id": "acc_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "title": "Receipts",
+         *       "description": "Forwarded receipts",
+         *       "metadata": {
+         *         "project": "taxes-2026"
+         *       },
+         *       "metadata_version": "mdv_1",
+         *       "email": {
+         *         "address": "receipts-7k2m@cubby.example",
+         *         "message_count": 3,
+         *         "unread_count": 1,
+         *         "last_received_at": "2026-11-24T10:00:00.000Z",
+         *         "receiving_enabled": true,
+         *         "sending_enabled": true
+         *       },
+         *       "archived": false,
+         *       "archived_at": null,
+         *       "lock": {
+         *         "locked": false,
+         *         "locked_until": null,
+         *         "kind": null,
+         *         "message": null,
+         *         "progress": null,
+         *         "locked_by": null,
+         *         "locked_by_api_key": null
+         *       },
+         *       "storage_bytes": 48213,
+         *       "files_count": 9,
+         *       "version_id": "mv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "version_number": 12,
+         *       "created_at": "2026-11-01T09:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:00.000Z",
+         *       "dashboard_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "archive": {
+         *         "allowed": true,
+         *         "blocked_reason": null,
+         *         "required_action": null,
+         *         "confirmation": null
+         *       },
+         *       "unarchive": {
+         *         "allowed": false,
+         *         "blocked_reason": "not_archived",
+         *         "required_action": null,
+         *         "confirmation": null
+         *       },
+         *       "delete": {
+         *         "allowed": false,
+         *         "blocked_reason": "not_archived",
+         *         "required_action": "archive_first",
+         *         "confirmation": "DELETE bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W"
+         *       }
+         *     }
+         */
+        Mailbox: {
+            id: string;
+            account_id: string;
+            /** @description Only shown to callers with write access */
+            title: string | null;
+            description: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            metadata_version: string;
+            email: components["schemas"]["MailboxEmail"];
+            archived: boolean;
+            archived_at: string | null;
+            lock: {
+                locked: boolean;
+                locked_until: string | null;
+                kind: string | null;
+                message: string | null;
+                progress: unknown | null;
+                locked_by: {
+                    id: string;
+                } | null;
+                locked_by_api_key: {
+                    id: string;
+                } | null;
+            };
+            storage_bytes: number;
+            files_count: number;
+            /** @description The latest mailbox version (mv_…) */
+            version_id: string | null;
+            version_number: number;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+            dashboard_url: string;
+            archive: components["schemas"]["MailboxAction"];
+            unarchive: components["schemas"]["MailboxAction"];
+            delete: components["schemas"]["MailboxAction"];
+        };
+        /** @description Mailboxes of the account by state. */
+        MailboxCounts: {
+            active: number;
+            archived: number;
+            total: number;
+        };
+        /** @description A ticket for the live EmailReceivedChannel (ActionCable over WebSocket). */
+        LiveSubscription: {
+            /** @description Single use; valid for expires_in seconds */
+            token: string;
+            expires_in: number;
+            channel: string;
+            account_id: string;
+            mailbox_id: string;
+            websocket_url: string;
+        };
+        /** @description The authentication flows an agent can use. */
+        AgentAuthCapabilities: {
+            flows: ({
+                id: string;
+                available: boolean;
+                description: string;
+                preferred?: boolean;
+            } & {
+                [key: string]: unknown;
+            })[];
+            mcp_url: string;
+            creates_accounts: boolean;
+            sign_up_url: string;
+            key_prefix: string;
+            scopes: string[];
+        };
+        /** @description An API key issued to an agent, with what it may do and where the person manages it. */
+        IssuedApiKey: {
+            /** @description Shown once; store it privately */
+            api_key: string;
+            account_id: string;
+            account_name: string;
+            scope: string;
+            mailbox_access: string;
+            mailbox_ids: string[];
+            mailbox_permissions: {
+                [key: string]: string;
+            };
+            account_connection_limits: {
+                max_agent_connections: number | null;
+                active_agent_connections: number;
+                max_api_keys: number | null;
+            };
+            expires_at: string | null;
+            manage_access: {
+                url: string;
+                connection_id: string;
+                revocable: boolean;
+            };
+            mailboxes: {
+                id: string;
+                title: string | null;
+                archived: boolean;
+                permission?: string;
+            }[];
+            guidance: string;
+        };
+        /** @description An address of a message header; withheld mail shows only the domain of sender-side addresses. */
+        EmailAddress: {
+            address: string;
+            name: string | null;
+        };
+        /** @description A category label added by the labeler. */
+        Label: {
+            id: string;
+            name: string;
+            color: string;
+        };
+        /**
+         * @description An email without its body: headers, counts, labels and read state.
+         * @example {
+         *       "id": "eml_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "conversation_id": "cnv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "direction": "received",
+         *       "subject": "Your receipt",
+         *       "from_addresses": [
+         *         {
+         *           "address": "shop@example.com",
+         *           "name": "Shop"
+         *         }
+         *       ],
+         *       "to_addresses": [
+         *         {
+         *           "address": "receipts-7k2m@cubby.example",
+         *           "name": null
+         *         }
+         *       ],
+         *       "cc_addresses": [],
+         *       "reply_to_addresses": [],
+         *       "message_id": "<abc@example.com>",
+         *       "in_reply_to": [],
+         *       "references": [],
+         *       "delivered_to": "receipts-7k2m@cubby.example",
+         *       "received_at": "2026-11-24T10:00:00.000Z",
+         *       "body_status": "complete",
+         *       "omitted_attachment_count": 0,
+         *       "attachment_count": 1,
+         *       "labels": [
+         *         {
+         *           "id": "lbl_receipts",
+         *           "name": "Receipts",
+         *           "color": "#15803d"
+         *         }
+         *       ],
+         *       "withheld": false,
+         *       "read": false,
+         *       "read_at": null,
+         *       "read_by": null,
+         *       "read_by_api_key": null
+         *     }
+         */
+        EmailSummary: {
+            id: string;
+            conversation_id: string | null;
+            /** @enum {string} */
+            direction: "received" | "sent";
+            /** @description Null while withheld */
+            subject: string | null;
+            from_addresses: components["schemas"]["EmailAddress"][];
+            to_addresses: components["schemas"]["EmailAddress"][];
+            cc_addresses: components["schemas"]["EmailAddress"][];
+            reply_to_addresses: components["schemas"]["EmailAddress"][];
+            message_id: string | null;
+            in_reply_to: string[];
+            references: string[];
+            delivered_to: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            received_at: string;
+            /** @description complete, truncated, … or withheld */
+            body_status: string;
+            omitted_attachment_count: number;
+            attachment_count: number;
+            /** @description Sent mail: delivery state (queued, sent, failed …) per recipient */
+            delivery?: {
+                [key: string]: unknown;
+            };
+            labels: components["schemas"]["Label"][];
+            /** @description Content hidden from API keys while labeling is pending or the email is Junk */
+            withheld: boolean;
+            read: boolean;
+            read_at: string | null;
+            read_by: {
+                id: string;
+                name: string | null;
+            } | null;
+            read_by_api_key: {
+                id: string;
+                label: string | null;
+            } | null;
+            /** @description With include_storage: the original message file */
+            file_id?: string | null;
+            version_id?: string | null;
+            /** @description With include_storage: the stored files of this email */
+            files?: {
+                body_id: string | null;
+                original_id: string | null;
+                attachment_ids: string[];
+                directory: string | null;
+            };
+        };
+        /** @description An attachment stored as a file of the mailbox. */
+        EmailAttachment: {
+            id: string;
+            filename: string;
+            content_type: string;
+            size_bytes: number;
+            version_id: string;
+            origin: string;
+            content_id: string | null;
+        };
+        /** @description An email with its text body and attachments. */
+        EmailDetail: {
+            id: string;
+            conversation_id: string | null;
+            /** @enum {string} */
+            direction: "received" | "sent";
+            /** @description Null while withheld */
+            subject: string | null;
+            from_addresses: components["schemas"]["EmailAddress"][];
+            to_addresses: components["schemas"]["EmailAddress"][];
+            cc_addresses: components["schemas"]["EmailAddress"][];
+            reply_to_addresses: components["schemas"]["EmailAddress"][];
+            message_id: string | null;
+            in_reply_to: string[];
+            references: string[];
+            delivered_to: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            received_at: string;
+            /** @description complete, truncated, … or withheld */
+            body_status: string;
+            omitted_attachment_count: number;
+            attachment_count: number;
+            /** @description Sent mail: delivery state (queued, sent, failed …) per recipient */
+            delivery?: {
+                [key: string]: unknown;
+            };
+            labels: components["schemas"]["Label"][];
+            /** @description Content hidden from API keys while labeling is pending or the email is Junk */
+            withheld: boolean;
+            read: boolean;
+            read_at: string | null;
+            read_by: {
+                id: string;
+                name: string | null;
+            } | null;
+            read_by_api_key: {
+                id: string;
+                label: string | null;
+            } | null;
+            /** @description With include_storage: the original message file */
+            file_id?: string | null;
+            version_id?: string | null;
+            /** @description With include_storage: the stored files of this email */
+            files?: {
+                body_id: string | null;
+                original_id: string | null;
+                attachment_ids: string[];
+                directory: string | null;
+            };
+            body_text: string | null;
+            attachments: components["schemas"]["EmailAttachment"][];
+        };
+        /**
+         * @description A batch upload session: it holds the mailbox write lock until finalized or cancelled.
+         * @example {
+         *       "id": "bus_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "mailbox_id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "status": "pending",
+         *       "base_mailbox_version_id": "mv_01JD…",
+         *       "target_mailbox_version_id": null,
+         *       "uploads_expire_at": "2026-11-24T11:00:00.000Z",
+         *       "session_closed_at": null,
+         *       "files_count": 300,
+         *       "pending_files_count": 12,
+         *       "uploaded_files_count": 288,
+         *       "finalized_files_count": 0,
+         *       "skipped_files_count": 0,
+         *       "skipped_code_counts": {},
+         *       "failed_files_count": 0,
+         *       "delete_missing": false,
+         *       "expected_file_count": 300,
+         *       "client_session_key": "site-build-42",
+         *       "created_at": "2026-11-24T10:00:00.000Z"
+         *     }
+         */
+        UploadSession: {
+            id: string;
+            mailbox_id: string;
+            /** @description pending, finalizing, finalized, cancelled or expired */
+            status: string;
+            base_mailbox_version_id: string | null;
+            target_mailbox_version_id: string | null;
+            uploads_expire_at: string | null;
+            session_closed_at: string | null;
+            files_count: number;
+            pending_files_count: number;
+            uploaded_files_count: number;
+            finalized_files_count: number;
+            skipped_files_count: number;
+            skipped_code_counts: {
+                [key: string]: number;
+            };
+            failed_files_count: number;
+            delete_missing: boolean;
+            expected_file_count: number | null;
+            client_session_key: string | null;
+            /** @description An idle session (no call for this long) releases its lock and expires */
+            idle_timeout_seconds?: number;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+        };
+        /** @description A session call's result: the session and this call's upload targets, saves and skips. */
+        UploadSessionResult: {
+            mailbox_upload_session: components["schemas"]["UploadSession"];
+            uploads: {
+                input_index: number;
+                path: string;
+                name: string;
+                signed_blob_id: string;
+                upload: components["schemas"]["UploadTarget"];
+            }[];
+            uploaded: {
+                input_index: number;
+                path: string;
+                file: components["schemas"]["MailboxFile"];
+                version: components["schemas"]["FileVersion"];
+                created: boolean;
+            }[];
+            uploaded_count: number;
+            uploaded_truncated: boolean;
+            created_count: number;
+            updated_count: number;
+            skipped: {
+                path: string;
+                name: string | null;
+                reason: string;
+                code: string;
+                input_index: number;
+                details: {
+                    [key: string]: unknown;
+                };
+            }[];
+            skipped_count: number;
+            skipped_truncated: boolean;
+            /** @description true with 202: call finalize again after Retry-After */
+            finalize_pending: boolean;
+            remaining_files_count: number;
+            message: string;
+        };
+        /** @description Who may email the mailbox when enabled. */
+        SenderAllowlist: {
+            enabled: boolean;
+            /** @description Exact addresses or @domain */
+            entries: string[];
+            /** @description Send as expected_version with the next update */
+            version: string;
+            max_entries: number;
+            editable: boolean;
+        };
+        /** @description The latest address change; poll until status is active or failed. */
+        AddressAssignment: {
+            id: string;
+            /** @description primary or alias */
+            kind: string;
+            /** @description pending, active or failed */
+            status: string;
+            hostname: string;
+            error: {
+                [key: string]: unknown;
+            } | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            finished_at: string | null;
+        };
+        /**
+         * @description A mailbox's email settings: address, aliases, domains, assignment, customization and allowlist.
+         * @example {
+         *       "address": "receipts-7k2m@cubby.example",
+         *       "message_count": 3,
+         *       "unread_count": 1,
+         *       "last_received_at": "2026-11-24T10:00:00.000Z",
+         *       "receiving_enabled": true,
+         *       "sending_enabled": true,
+         *       "username": "receipts-7k2m",
+         *       "aliases": [],
+         *       "available_domains": [
+         *         {
+         *           "hostname": "cubby.example",
+         *           "kind": "platform"
+         *         }
+         *       ],
+         *       "assignment": null,
+         *       "customization": {
+         *         "allowed": true,
+         *         "blocked_reason": null,
+         *         "settings_url": "https://cubby.example/settings"
+         *       },
+         *       "rotations": {
+         *         "monthly_limit": 10,
+         *         "used": 0,
+         *         "remaining": 10,
+         *         "resets_at": "2026-12-01T00:00:00.000Z"
+         *       }
+         *     }
+         */
+        EmailSettings: {
+            /** @description Only for credentials with write access */
+            address?: string;
+            message_count: number;
+            unread_count: number;
+            last_received_at: string | null;
+            receiving_enabled: boolean;
+            /** @description Why the mailbox is not receiving */
+            blocked_reason?: string | null;
+            sending_enabled: boolean;
+            sending_blocked_reason?: string | null;
+            username: string | null;
+            aliases: {
+                id: string;
+                address: string;
+                active: boolean;
+            }[];
+            available_domains: {
+                hostname: string;
+                /** @enum {string} */
+                kind: "platform" | "custom";
+            }[];
+            assignment: components["schemas"]["AddressAssignment"] | null;
+            customization: {
+                allowed: boolean;
+                blocked_reason: string | null;
+                settings_url: string | null;
+            };
+            rotations: {
+                monthly_limit: number | null;
+                used: number;
+                remaining: number | null;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                resets_at: string;
+            };
+            /** @description Only for account owners and administrators with admin permission */
+            sender_allowlist?: components["schemas"]["SenderAllowlist"];
+        };
+        /** @description A DNS record to publish at the domain provider. */
+        DnsRecord: {
+            /** @enum {string} */
+            type: "TXT" | "MX";
+            name: string;
+            value: string;
+            /** @description ownership, ses_verification or receiving */
+            purpose: string;
+            zone: string;
+            relative_name: string;
+        };
+        /**
+         * @description A custom receiving domain and the DNS records it needs.
+         * @example {
+         *       "id": "dom_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "hostname": "inbox.example.com",
+         *       "status": "pending_ownership",
+         *       "guidance": "Publish the ownership TXT record …, then call verify.",
+         *       "receiving": false,
+         *       "root_domain": false,
+         *       "suggested_subdomain": null,
+         *       "root_guidance": null,
+         *       "pause_reason": null,
+         *       "paused_at": null,
+         *       "last_checked_at": null,
+         *       "ownership_verified_at": null,
+         *       "setup_expires_at": "2026-11-27T10:00:00.000Z",
+         *       "ready_at": null,
+         *       "required_dns_records": [
+         *         {
+         *           "type": "MX",
+         *           "name": "inbox.example.com",
+         *           "value": "10 mx.cubby.example",
+         *           "purpose": "receiving",
+         *           "zone": "example.com",
+         *           "relative_name": "inbox"
+         *         }
+         *       ],
+         *       "error": null,
+         *       "assigned_mailboxes": [],
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:00.000Z"
+         *     }
+         */
+        EmailDomain: {
+            id: string;
+            hostname: string;
+            /** @description pending_ownership, verified, ready, paused, failed or removing */
+            status: string;
+            guidance: string;
+            receiving: boolean;
+            root_domain: boolean;
+            suggested_subdomain: string | null;
+            root_guidance: string | null;
+            pause_reason: string | null;
+            paused_at: string | null;
+            last_checked_at: string | null;
+            ownership_verified_at: string | null;
+            setup_expires_at: string | null;
+            ready_at: string | null;
+            required_dns_records: components["schemas"]["DnsRecord"][];
+            error: {
+                [key: string]: unknown;
+            } | null;
+            assigned_mailboxes: {
+                id: string;
+                email: string;
+            }[];
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+        };
+        /**
+         * @description The mailbox's email.received webhook. Deliveries are signed with the Standard Webhooks scheme (see `webhooks` in this document).
+         * @example {
+         *       "url": "https://hooks.example.com/cubby",
+         *       "event": "email.received",
+         *       "mailbox_id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:00.000Z",
+         *       "secret_created_at": "2026-11-24T10:00:00.000Z",
+         *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        Webhook: {
+            url: string;
+            /** @constant */
+            event: "email.received";
+            mailbox_id: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            secret_created_at: string;
+            /** @description whsec_…; only in the answer that made it (new URL or rotate_secret=true) */
+            signing_secret?: string;
+        };
+        /** @description One event on its way to the webhook, with every attempt. */
+        WebhookDelivery: {
+            id: string;
+            event_id: string;
+            event_type: string;
+            /** @enum {string} */
+            status: "pending" | "retrying" | "succeeded" | "failed" | "cancelled";
+            attempt_count: number;
+            next_attempt_at: string | null;
+            last_status_code: number | null;
+            last_error: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            finished_at: string | null;
+            attempts: {
+                attempt: number;
+                url: string;
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                started_at: string;
+                duration_ms: number;
+                status_code: number | null;
+                /** @enum {string} */
+                outcome: "succeeded" | "retry" | "failed";
+                error: string | null;
+                next_attempt_at: string | null;
+            }[];
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -2627,4 +2221,7264 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getStatus: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Status"];
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccounts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Rows to skip (offset paging; the cursor is the better way). Not with cursor */
+                offset?: number;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            accounts: components["schemas"]["AccountIdentity"][];
+                            default_account_id: string;
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    client_name?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            account: components["schemas"]["AccountIdentity"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_CAPACITY_REACHED`, `ACCOUNT_SUSPENDED`, `AGENCY_OWNER_REQUIRED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: {
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                account_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            account: components["schemas"]["AccountIdentity"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccountLimits: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            account_id: string;
+                            limits: components["schemas"]["PlanLimits"];
+                            usage: {
+                                mailbox_creations: {
+                                    monthly_limit: number | null;
+                                    used: number;
+                                    remaining: number | null;
+                                    /** @description ISO 8601 UTC timestamp with milliseconds */
+                                    resets_at: string;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAgentAuthCapabilities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AgentAuthCapabilities"];
+                    };
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    requestAgentAuthCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The person's sign-in address */
+                    email: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            message: string;
+                            email: string;
+                            expires_in_seconds: number;
+                            fallback_url: string;
+                            hint: string;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyAgentAuthCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    /** @description Six digits; spaces are ignored */
+                    code: string;
+                    /** @description What this connection is for */
+                    label?: string | null;
+                    /**
+                     * @description mailbox_write unless given
+                     * @enum {string}
+                     */
+                    permission_scope?: "mailbox_read" | "mailbox_write" | "mailbox_admin";
+                    /**
+                     * @description all (default) or selected
+                     * @enum {string}
+                     */
+                    mailbox_access?: "all" | "selected";
+                    /** @description Required when mailbox_access is selected */
+                    mailbox_ids?: string[];
+                    /** @description Mailbox id to read or write; without an entry write, or read when the scope is mailbox_read */
+                    mailbox_permissions?: {
+                        [key: string]: "read" | "write";
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["IssuedApiKey"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_ADMIN_REQUIRED`, `ACCOUNT_CAPACITY_REACHED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `TWO_FACTOR_REQUIRED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `SIGN_IN_CODE_INVALID`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exchangeAgentAuthGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    grant_token: string;
+                    label?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["IssuedApiKey"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_ADMIN_REQUIRED`, `ACCOUNT_CAPACITY_REACHED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `GRANT_INVALID`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createBrowserLoginLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    redirect_path?: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            url: string;
+                            path: string;
+                            /** @enum {boolean} */
+                            single_use: true;
+                            /** @enum {boolean} */
+                            requires_login: true;
+                            redirect_path: string;
+                            expires_in: number;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMailboxes: {
+        parameters: {
+            query?: {
+                /** @description active (default), archived or all */
+                status?: "active" | "archived" | "all";
+                /** @description Bucket-era filter: true = status archived, false = status active; must agree with status when both are sent */
+                archived?: "0" | "1" | "true" | "false";
+                q?: string;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            mailboxes: components["schemas"]["Mailbox"][];
+                            counts: components["schemas"]["MailboxCounts"];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createMailbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mailbox?: {
+                        title?: string | null;
+                        description?: string | null;
+                        /** @description Application data; replaces the whole object */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        email?: {
+                            username?: string;
+                            domain?: string;
+                        };
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            mailbox: components["schemas"]["Mailbox"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `MAILBOX_CREATION_NOT_ALLOWED`, `MAILBOX_LIMIT_REACHED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_ADDRESS_TAKEN`, `EMAIL_NOT_READY`, `IDEMPOTENCY_KEY_CONFLICT`, `MAILBOX_TITLE_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_DOMAIN_NOT_AVAILABLE`, `EMAIL_USERNAME_INVALID`, `EMAIL_USERNAME_RESERVED`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `MAILBOX_CREATION_LIMIT_REACHED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMailbox: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            mailbox: components["schemas"]["Mailbox"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteMailbox: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                confirmation?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    confirmation?: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_DELETE_BLOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `MAILBOX_DELETE_CONFIRMATION_MISMATCH`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateMailbox: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mailbox: {
+                        title?: string | null;
+                        description?: string | null;
+                        /** @description Application data; replaces the whole object */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                    expected_metadata_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            mailbox: components["schemas"]["Mailbox"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_METADATA_CONFLICT`, `MAILBOX_TITLE_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    archiveMailbox: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            mailbox: components["schemas"]["Mailbox"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `BUCKET_PUBLISHED`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unarchiveMailbox: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            mailbox: components["schemas"]["Mailbox"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_NOT_ARCHIVED`, `MAILBOX_TITLE_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createDirectUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    mailbox_id: string;
+                    path: string;
+                    /** @enum {string} */
+                    existing_file_policy?: "replace" | "skip";
+                    blob: {
+                        filename: string;
+                        byte_size: number;
+                        /** @description base64 MD5 of the bytes */
+                        checksum: string;
+                        content_type: string;
+                        /** @description hex SHA-256 of the bytes */
+                        sha256: string;
+                        purpose?: string;
+                    };
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description No upload needed (identical content, or existing_file_policy=skip) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DirectUploadSkipped"];
+                    };
+                };
+            };
+            /** @description Upload target made: PUT the bytes, then save the file */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["DirectUpload"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listFiles: {
+        parameters: {
+            query?: {
+                /** @description Path text (default), or search syntax with q_in=content|all */
+                q?: string;
+                /** @description path (default): q is text in the path; content: search the extracted text; all: either */
+                q_in?: "path" | "content" | "all";
+                folder?: string;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Rows to skip (offset paging; the cursor is the better way). Not with cursor */
+                offset?: number;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            files: components["schemas"]["MailboxFile"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    saveFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    path: string;
+                    signed_blob_id: string;
+                    name?: string | null;
+                    /** @enum {string} */
+                    role?: "source" | "reference" | "generated" | "agent_output" | "export" | "artifact";
+                    /** @enum {string} */
+                    existing_file_policy?: "replace" | "skip";
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description A new version of an existing file, or skipped (see `skipped`, `code`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description A new file */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFileByPath: {
+        parameters: {
+            query: {
+                path: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                disposition?: string;
+                content_url?: string;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            file: components["schemas"]["MailboxFile"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    appendText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    path: string;
+                    content: string;
+                    newline_before?: boolean;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            file: components["schemas"]["MailboxFile"];
+                            version: components["schemas"]["FileVersion"];
+                            path: string;
+                            /** @enum {boolean} */
+                            appended: true;
+                            appended_bytes: number;
+                            newline_inserted: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            file: components["schemas"]["MailboxFile"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteFile: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                expected_mailbox_version?: string;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @enum {boolean} */
+                            deleted: true;
+                            id: string;
+                            version: components["schemas"]["FileVersion"];
+                            mailbox_version_id: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setFileRead: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    read: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            file: components["schemas"]["MailboxFile"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFileDownload: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            download: components["schemas"]["DownloadLink"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    renameFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    moveFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    path: string;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    copyFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    path: string;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listFileVersions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            versions: components["schemas"]["FileVersion"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    restoreFileVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                file_id: string;
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT and nothing is saved */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["FileWrite"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `FILE_VERSION_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEmails: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description desc (default): newest first. Polling: asc, and resend next_cursor with the same filters */
+                order?: "asc" | "desc";
+                /** @description received (default), sent or all */
+                direction?: "received" | "sent" | "all";
+                /** @description Exact sender address (first From address), case-insensitive */
+                sender?: string;
+                /** @description Case-insensitive text in the subject */
+                subject?: string;
+                /** @description Date-time with zone; only mail received after it */
+                received_after?: string;
+                /** @description Date-time with zone; only mail received before it */
+                received_before?: string;
+                read?: "0" | "1" | "true" | "false";
+                has_attachments?: "0" | "1" | "true" | "false";
+                conversation_id?: string;
+                /** @description Search: words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD (body and attachment text included) */
+                q?: string;
+                /** @description Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory) */
+                include_storage?: "0" | "1" | "true" | "false";
+                /** @description Accepted for compatibility; reads never mark read */
+                purpose?: "open" | "background";
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            emails: components["schemas"]["EmailSummary"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Recipients; with in_reply_to it defaults to the original sender when that sender passed SPF or DMARC */
+                    to?: string[];
+                    /** @description Copy recipients (no bcc); to plus cc: at most 10 addresses */
+                    cc?: string[];
+                    /** @description Required without in_reply_to; a reply defaults to "Re: " plus the original subject */
+                    subject?: string | null;
+                    /** @description Plain-text body, up to 1 MiB */
+                    text: string;
+                    /** @description HTML body, up to 1 MiB */
+                    html?: string | null;
+                    /** @description Id of a received email of this mailbox: sets In-Reply-To and References and joins its conversation */
+                    in_reply_to?: string | null;
+                    /** @description Ids of current files of this mailbox to attach */
+                    attachment_ids?: string[];
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the sent email with delivery.status queued; delivery happens in the background */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            email: components["schemas"]["EmailSummary"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_RECIPIENT_NOT_ALLOWED`, `EMAIL_RECIPIENT_PLAN_REQUIRED`, `EMAIL_RECIPIENT_UNAUTHENTICATED`, `EMAIL_SENDING_DISABLED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_ATTACHMENTS_TOO_LARGE`, `EMAIL_BODY_TOO_LARGE`, `EMAIL_RECIPIENT_REQUIRED`, `EMAIL_REPLY_TARGET_INVALID`, `EMAIL_TOO_MANY_RECIPIENTS`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_SEND_LIMIT_REACHED`, `EMAIL_SEND_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmail: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                /** @description Accepted for compatibility; reads never mark read */
+                purpose?: "open" | "background";
+                /** @description Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory) */
+                include_storage?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                email_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            email: components["schemas"]["EmailDetail"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteEmail: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                /** @description Accepted for compatibility; reads never mark read */
+                purpose?: "open" | "background";
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                email_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setEmailRead: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                /** @description Accepted for compatibility; reads never mark read */
+                purpose?: "open" | "background";
+                /** @description Adds file_id, version_id and files (body_id, original_id, attachment_ids, directory) */
+                include_storage?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                email_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    read: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            email: components["schemas"]["EmailSummary"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmailRawDownload: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                /** @description Accepted for compatibility; reads never mark read */
+                purpose?: "open" | "background";
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                email_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            download: components["schemas"]["DownloadLink"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmailAttachmentDownload: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                /** @description Accepted for compatibility; reads never mark read */
+                purpose?: "open" | "background";
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+                email_id: string;
+                attachment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            download: components["schemas"]["DownloadLink"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_ATTACHMENT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createUploadSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description On finalize, delete live files the session did not name (never _email/); needs mailbox-admin */
+                    delete_missing?: boolean;
+                    /** @description How many files the client means to upload (progress only) */
+                    expected_file_count?: number | null;
+                    /** @description Idempotency: the same key on the same mailbox returns its pending session */
+                    client_session_key?: string | null;
+                    /** @description A different current mailbox version gives MAILBOX_VERSION_CONFLICT */
+                    expected_mailbox_version?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description The pending session with this client_session_key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Session started */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    requestUploadSessionUploads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                /** @description bus_… id */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    files: {
+                        path: string;
+                        /** @description Display name; default the last path segment */
+                        name?: string | null;
+                        /** @description Alias of name */
+                        filename?: string | null;
+                        byte_size: number;
+                        content_type: string;
+                        /** @description base64 MD5 of the bytes */
+                        checksum: string;
+                        /** @description hex SHA-256 of the bytes */
+                        sha256: string;
+                    }[];
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    finalizeUploadSessionBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                /** @description bus_… id */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Files to save (default 12) */
+                    limit?: number;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Saved a batch; more work remains (Retry-After) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    finalizeUploadSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+                /** @description bus_… id */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true (default): save and finish; false: cancel */
+                    complete?: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Finished or cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description finalize_pending: call again after Retry-After */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["UploadSessionResult"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_PATH_READ_ONLY`, `EMAIL_WITHHELD`, `FILE_LIMIT_REACHED`, `FILE_VERSION_LIMIT_REACHED`, `PERMISSION_DENIED`, `STORAGE_LIMIT_REACHED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`, `UPLOAD_SESSION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `DIRECT_UPLOAD_NOT_FOUND`, `FILE_PATH_TAKEN`, `MAILBOX_ARCHIVED`, `MAILBOX_LOCKED`, `MAILBOX_VERSION_CONFLICT`, `UPLOAD_SESSION_CLOSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `FILE_TOO_LARGE`, `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `DIRECT_UPLOAD_INVALID`, `FILE_TYPE_FORBIDDEN`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `UPLOAD_CHECKSUM_MISMATCH`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_LABELING_PENDING`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmailSettings: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EmailSettings"];
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateEmailAddress: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Must be true */
+                    confirm?: boolean;
+                    /** @description The current address; a different current address gives EMAIL_ADDRESS_CHANGED */
+                    expected_address?: string;
+                    /** @description Accepted as expected_address (the bucket-era name); if both are sent they must agree */
+                    current_address?: string;
+                    /** @description Omit for a generated name. Platform domain: prefix plus a new 4-character suffix; custom domain: the exact name */
+                    username?: string | null;
+                    /** @description An available platform domain, a ready custom domain of the account, or `platform` */
+                    domain?: string | null;
+                    /** @description Default: true for account owners/administrators while the old domain still receives mail */
+                    keep_old_as_alias?: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The address changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EmailSettings"];
+                    };
+                };
+            };
+            /** @description A custom-domain change is activating; poll assignment.status */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EmailSettings"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_CUSTOMIZATION_UNAVAILABLE`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_ADDRESS_CHANGED`, `EMAIL_ADDRESS_CHANGE_PENDING`, `EMAIL_ADDRESS_TAKEN`, `EMAIL_ALIAS_LIMIT`, `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_DOMAIN_NOT_AVAILABLE`, `EMAIL_USERNAME_INVALID`, `EMAIL_USERNAME_RESERVED`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `INBOUND_EMAIL_ROTATION_LIMIT`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addEmailAlias: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Platform domain: prefix, given a 4-character random suffix; custom domain: the exact name */
+                    username: string;
+                    /** @description An available platform domain, a ready custom domain of the account, or `platform` */
+                    domain?: string | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The alias is activating in the background */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EmailSettings"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_CUSTOMIZATION_UNAVAILABLE`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_ADDRESS_CHANGE_PENDING`, `EMAIL_ADDRESS_TAKEN`, `EMAIL_ALIAS_LIMIT`, `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_DOMAIN_NOT_AVAILABLE`, `EMAIL_USERNAME_INVALID`, `EMAIL_USERNAME_RESERVED`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteEmailAlias: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+                /** @description adr_… id of the alias */
+                alias_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_CUSTOMIZATION_UNAVAILABLE`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_ALIAS_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateSenderAllowlist: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    sender_allowlist: {
+                        enabled: boolean;
+                        /** @description Exact addresses or @domain */
+                        entries: string[];
+                    };
+                    /** @description sender_allowlist.version from the last read */
+                    expected_version: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            sender_allowlist: components["schemas"]["SenderAllowlist"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `SENDER_ALLOWLIST_CONFLICT`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEmailDomains: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            domains: components["schemas"]["EmailDomain"][];
+                            enabled: boolean;
+                            guidance: string;
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An exact hostname, such as inbox.example.com */
+                    hostname: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_DOMAINS_NOT_ENABLED`, `EMAIL_DOMAIN_LIMIT_REACHED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `EMAIL_DOMAIN_CONFLICT`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_DOMAIN_DNS_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    checkEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An exact hostname, such as inbox.example.com */
+                    hostname: string;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            hostname: string;
+                            root_domain: boolean;
+                            suggested_subdomain: string | null;
+                            root_guidance: string | null;
+                            zone: string;
+                            available: boolean;
+                            unavailable_reason: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Temporarily unavailable; see Retry-After. Error codes: `EMAIL_DOMAIN_DNS_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description dom_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Must equal the domain's hostname */
+                hostname?: string;
+                /** @description Must be true */
+                confirm?: boolean | ("true" | "false");
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description dom_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Must equal the domain's hostname */
+                    hostname?: string;
+                    /** @description Must be true */
+                    confirm?: boolean | ("true" | "false");
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `EMAIL_DOMAIN_IN_USE`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyEmailDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description dom_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Check queued; read the domain for the result */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            domain: components["schemas"]["EmailDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_DOMAINS_NOT_ENABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmailWebhook: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            webhook: components["schemas"]["Webhook"] | null;
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setEmailWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Public HTTPS URL, at most 2048 bytes, no user name, password or fragment */
+                    webhook_url: string;
+                    /** @description Issue a new signing secret for the same URL */
+                    rotate_secret?: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            webhook: components["schemas"]["Webhook"] | null;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `INVALID_EMAIL_WEBHOOK`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteEmailWebhook: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEmailWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Only deliveries in this state */
+                status?: "pending" | "retrying" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            deliveries: components["schemas"]["WebhookDelivery"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createEmailSubscription: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            subscription: components["schemas"]["LiveSubscription"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    emailReceivedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Event id; the same on every retry (deduplicate on it)
+                 * @example evt_01JD2Q9K3M4N5P6Q7R8S9T0V1W
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt; reject old ones
+                 * @example 1795946400
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 signature>` values
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailReceivedEvent"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the delivery succeeded */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer fails the attempt (retried for 408, 429 and 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+}
