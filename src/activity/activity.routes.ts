@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, pageQuery } from '../http/schemas.ts';
+import { named, okR, Pagination, responsesR } from '../http/contract.ts';
 import { selectAccount } from '../auth/access.ts';
 import { AppError } from '../errors.ts';
 import { decodeCursor, toPage } from '../http/cursor.ts';
@@ -12,8 +13,9 @@ type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 // GET /v1/account/activity: the selected account's activity history, newest first, for owners
 // and administrators only.
 
-export const activityEntrySchema = z
-  .object({
+export const activityEntrySchema = named(
+  'ActivityEntry',
+  z.object({
     id: z.string(),
     created_at: z.string(),
     action: z.string(),
@@ -24,19 +26,11 @@ export const activityEntrySchema = z
     user: z.object({ id: z.string(), email: z.string().nullable(), name: z.string().nullable() }).nullable(),
     api_key: z.object({ id: z.string(), label: z.string().nullable() }).nullable(),
     agent: z.record(z.string(), z.unknown()).nullable(),
-  })
-  .describe('ActivityEntry');
+  }),
+  'One entry of the activity history: who (person, key or agent), what, when and the reason given.',
+);
 
-export const paginationSchema = z.object({ limit: z.number().int(), has_more: z.boolean(), next_cursor: z.string().nullable() }).describe('Pagination');
-
-export const activityPageSchema = z
-  .object({ success: z.literal(true), data: z.object({ account_id: z.string(), activity: z.array(activityEntrySchema), pagination: paginationSchema }) })
-  .describe('ActivityPage');
-
-/** The error envelope every /v1 error uses. */
-export const errorEnvelopeSchema = z
-  .object({ success: z.literal(false), error: z.looseObject({ code: z.string(), message: z.string(), details: z.unknown().optional(), request_id: z.string().optional() }) })
-  .describe('ErrorEnvelope');
+export const activityPageSchema = okR(z.object({ account_id: z.string(), activity: z.array(activityEntrySchema), pagination: Pagination }));
 
 const idFilter = (prefix: string) => z.string().max(100).regex(new RegExp(`^${prefix}_[A-Za-z0-9]{1,64}$`), `must be a ${prefix}_… id`).optional();
 
@@ -57,7 +51,8 @@ export function registerActivityRoutesR(app: App): void {
         tags: ['accounts'],
         summary: 'Activity history of the account (owners and administrators)',
         querystring: activityQuery,
-        response: { 200: activityPageSchema, 401: errorEnvelopeSchema, 403: errorEnvelopeSchema, 422: errorEnvelopeSchema, 429: errorEnvelopeSchema },
+        operationId: 'listAccountActivity',
+        response: responsesR({ 200: activityPageSchema }, []),
       },
     },
     async (req) => {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { RequestCtx } from '../context.ts';
 import { accountIdField, pageQuery, reasonField } from '../http/schemas.ts';
+import { named, okA, okR, Pagination, responsesA, responsesR } from '../http/contract.ts';
 import { reasonOf } from '../mailboxes/mailboxes.routes.ts';
 import { presentSummaries, viewerOf } from '../emails/emails.present.ts';
 import { presentFiles } from '../files/files.present.ts';
@@ -22,8 +23,9 @@ const qField = z
   .describe('words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD');
 const kindField = z.enum(['email', 'file']).optional().describe('Only emails or only files (default both)');
 
-export const searchResult = z
-  .object({
+export const searchResult = named(
+  'SearchResult',
+  z.object({
     kind: z.enum(['email', 'file']),
     id: z.string(),
     mailbox_id: z.string(),
@@ -31,11 +33,10 @@ export const searchResult = z
     snippet: z.string().nullable().describe('Plain text around the first matching word (no markup)'),
     email: z.looseObject({ id: z.string(), subject: z.string().nullable(), received_at: z.string() }).optional(),
     file: z.looseObject({ id: z.string(), path: z.string() }).optional(),
-  });
-const pagination = z.object({ limit: z.number().int(), has_more: z.boolean(), next_cursor: z.string().nullable() });
-const errorR = z.object({ success: z.literal(false), error: z.looseObject({ code: z.string(), message: z.string() }) });
-const errorA = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });
-const data = z.object({ results: z.array(searchResult), pagination });
+  }),
+  'One search hit: an email (with its summary) or a file, its score and a plain-text snippet.',
+);
+const data = z.object({ results: z.array(searchResult), pagination: Pagination });
 
 /** Search hits as API objects: the email summary or file beside each, as the lists present them. */
 export async function presentSearchResults(ctx: RequestCtx, hits: SearchHit[]) {
@@ -62,7 +63,8 @@ export function registerSearchRoutesR(app: App) {
         tags,
         summary: 'Search emails (subject, people, body, attachment names and text) and files (path, text) in every mailbox this credential can read',
         querystring: z.object({ q: qField, mailbox_id: z.string().max(100).optional(), kind: kindField, ...pageQuery, account_id: accountIdField, reason: reasonField }),
-        response: { 200: z.object({ success: z.literal(true), data }), 403: errorR, 404: errorR, 422: errorR, 429: errorR },
+        operationId: 'search',
+        response: responsesR({ 200: okR(data) }, ['MAILBOX_NOT_FOUND']),
       },
     },
     async (req) => {
@@ -82,7 +84,8 @@ export function registerSearchRoutesA(app: App) {
         tags,
         summary: 'Search emails and files in every bucket this key can read',
         querystring: z.object({ q: qField, bucket_id: z.string().max(100).optional(), kind: kindField, ...pageQuery, account_id: accountIdField }),
-        response: { 200: z.object({ data }), 403: errorA, 404: errorA, 422: errorA, 429: errorA },
+        operationId: 'searchBuckets',
+        response: responsesA({ 200: okA(data) }, ['MAILBOX_NOT_FOUND']),
       },
     },
     async (req) => {

@@ -16,7 +16,7 @@ import { okA, responsesA } from '../http/contract.ts';
 import type { ErrorCode } from '../errors.ts';
 import { BucketPublications, PublicationList, PublicationOne, SlugRenamed } from './publications.responses.ts';
 
-const PUBLISH_CODES: ErrorCode[] = [
+const PUBLISH_CODES: ErrorCode[] = ['EMAIL_NOT_VERIFIED', 
   'MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'WEBSITE_PUBLISHING_DISABLED', 'PUBLICATION_UPGRADE_REQUIRED', 'SITE_SLUG_TAKEN', 'SITE_LIMIT_REACHED', 'BUCKET_PUBLISHED',
 ];
 

@@ -90,7 +90,7 @@ ${searchForm()}
 ${memberships.length > 1 ? html`<input type="hidden" name="account" value="${current.accountId}">` : ''}${archived ? html`<input type="hidden" name="view" value="archived">` : ''}
 <label for="q" class="sr-only">Search mailboxes by title or address</label>
 <input class="grow" id="q" type="search" name="q" value="${q}" placeholder="Search by title or address  ( / )">
-<button class="secondary" type="submit">Search</button>${q ? html` <a href="/?${acct}${archived ? 'view=archived' : ''}">Clear</a>` : ''}
+<button class="secondary" type="submit">Filter</button>${q ? html` <a href="/?${acct}${archived ? 'view=archived' : ''}">Clear</a>` : ''}
 </form>
 <nav class="tabs" aria-label="Mailbox status">
 <a href="/?${acct}"${archived ? '' : html` aria-current="page"`}>Active <span class="tag">${counts.active}</span></a>
