@@ -15,6 +15,8 @@ import { fileTools } from './tools.files.ts';
 import { emailTools } from './tools.emails.ts';
 import { siteTools } from './tools.sites.ts';
 import { searchTools } from './tools.search.ts';
+import { registerResources } from './resources.ts';
+import { registerPrompts } from './prompts.ts';
 
 // The hosted tool endpoint: MCP over stateless streamable HTTP at /mcp. Every request is
 // authenticated like an API call (an API key or an OAuth access token for this resource),
@@ -32,6 +34,8 @@ function buildServer(ctx: RequestCtx): McpServer {
   emailTools(server, ctx);
   siteTools(server, ctx);
   searchTools(server, ctx);
+  registerResources(server, ctx);
+  registerPrompts(server);
   return server;
 }
 
