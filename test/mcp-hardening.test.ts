@@ -103,3 +103,27 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+for (const kind of DATABASES) {
+  describe(`MCP host checks behind a TLS-terminating proxy [${kind}]`, () => {
+    let app: TestApp;
+    let key: string;
+    beforeAll(async () => {
+      app = await startTestApp(kind, { CUBBY_PUBLIC_URL: 'https://cubby.example.test' });
+      key = (await app.user()).key;
+    });
+    afterAll(async () => app?.stop());
+
+    it("serves the public URL's host as the proxy forwards it over plain HTTP, and nothing else", async () => {
+      const auth = `Bearer ${key}`;
+      // A Host without a port names the client's default port (443 here), not this hop's.
+      expect((await post(app, { host: 'cubby.example.test', origin: 'https://cubby.example.test', authorization: auth })).status).toBe(200);
+      expect((await post(app, { host: 'cubby.example.test:443', authorization: auth })).status).toBe(200);
+      expect((await post(app, { host: 'cubby.example.test:8443', authorization: auth })).status).toBe(403);
+      expect((await post(app, { host: 'cubby.example.test', origin: 'http://cubby.example.test:8080', authorization: auth })).status).toBe(403);
+      expect((await post(app, { host: 'evil.example.com', origin: 'https://evil.example.com', authorization: auth })).status).toBe(403);
+      // Loopback on the bound port still works for local clients.
+      expect((await post(app, { host: new URL(app.base).host, authorization: auth })).status).toBe(200);
+    });
+  });
+}

@@ -39,8 +39,10 @@ export function allowedHostRules(publicUrl: string, configured: readonly string[
   return rules;
 }
 
-function matches(rules: HostRule[], host: string, port: string): boolean {
-  return rules.some((r) => r.host === host && (r.port === null || r.port === port));
+/** `port` null: a Host without a port, which names the default port of whatever scheme the client
+ * used; behind a TLS-terminating proxy that may differ from this hop's, so only the name counts. */
+function matches(rules: HostRule[], host: string, port: string | null): boolean {
+  return rules.some((r) => r.host === host && (r.port === null || port === null || r.port === port));
 }
 
 export type HostVerdict = { ok: true } | { ok: false; header: 'host' | 'origin' };
@@ -52,9 +54,8 @@ export type HostVerdict = { ok: true } | { ok: false; header: 'host' | 'origin' 
 export function checkMcpHost(rules: HostRule[], headers: { host?: string; origin?: string }, localPort: number | undefined, protocol: 'http' | 'https'): HostVerdict {
   const h = headers.host ? parseHostPort(headers.host) : null;
   if (!h) return { ok: false, header: 'host' };
-  const hostPort = h.port ?? defaultPort(`${protocol}:`);
-  const loopbackOk = LOOPBACK.has(h.host) && localPort !== undefined && hostPort === String(localPort);
-  if (!loopbackOk && !matches(rules, h.host, hostPort)) return { ok: false, header: 'host' };
+  const loopbackOk = LOOPBACK.has(h.host) && localPort !== undefined && (h.port ?? defaultPort(`${protocol}:`)) === String(localPort);
+  if (!loopbackOk && !matches(rules, h.host, h.port)) return { ok: false, header: 'host' };
 
   if (headers.origin === undefined) return { ok: true };
   let o: URL;
