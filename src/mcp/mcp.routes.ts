@@ -56,8 +56,8 @@ function refuseForeignHost(deps: AppDeps, req: FastifyRequest, reply: FastifyRep
   const rules = allowedHostRules(deps.publicUrl(), deps.config.mcpAllowedHosts);
   const verdict = checkMcpHost(rules, { host: req.headers.host, origin: req.headers.origin }, req.socket.localPort, req.protocol);
   if (verdict.ok) return false;
-  const message = verdict.header === 'host' ? 'This Host is not served here (set CUBBY_PUBLIC_URL or CUBBY_MCP_ALLOWED_HOSTS).' : 'Requests from this Origin are refused.';
-  void reply.code(403).header('cache-control', 'no-store').send({ error: 'forbidden', error_description: message, code: verdict.header === 'host' ? 'MCP_HOST_NOT_ALLOWED' : 'MCP_ORIGIN_NOT_ALLOWED' });
+  const err = new AppError(verdict.header === 'host' ? 'MCP_HOST_NOT_ALLOWED' : 'MCP_ORIGIN_NOT_ALLOWED');
+  void reply.code(403).header('cache-control', 'no-store').send({ error: 'forbidden', error_description: err.message, code: err.code });
   return true;
 }
 
