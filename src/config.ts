@@ -51,6 +51,13 @@ const envSchema = withBlobEnvChecks(z.object({
   // Published sites are served at <slug>.CUBBY_SITES_HOST (default: <slug>.localhost:<sites port>).
   CUBBY_SITES_HOST: z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i, 'must be a host name, optionally with :port').optional(),
   CUBBY_PUBLIC_URL: z.url().optional(),
+  // Extra Host names /mcp answers besides CUBBY_PUBLIC_URL's host and loopback (DNS-rebinding
+  // protection, docs/agent-access.md): `host` (any port) or `host:port`, comma-separated.
+  CUBBY_MCP_ALLOWED_HOSTS: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)(:\d{1,5})?$/, 'must be host or host:port')))
+    .default([]),
   CUBBY_MAIL_DOMAIN: z
     .string()
     .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/i, 'must be a domain name')
@@ -151,6 +158,8 @@ export interface Config {
   readonly sitesPort: number;
   readonly sitesHost: string | undefined;
   readonly publicUrl: string | undefined;
+  /** CUBBY_MCP_ALLOWED_HOSTS: more Host names /mcp answers. */
+  readonly mcpAllowedHosts: readonly string[];
   readonly mailDomain: string;
   readonly mxHost: string;
   readonly dnsServers: readonly string[] | null;
@@ -210,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sitesPort: e.CUBBY_SITES_PORT,
     sitesHost: e.CUBBY_SITES_HOST?.toLowerCase(),
     publicUrl: e.CUBBY_PUBLIC_URL?.replace(/\/+$/, ''),
+    mcpAllowedHosts: Object.freeze([...e.CUBBY_MCP_ALLOWED_HOSTS]),
     mailDomain: e.CUBBY_MAIL_DOMAIN.toLowerCase(),
     mxHost: (e.CUBBY_MX_HOST ?? e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
     dnsServers: e.CUBBY_DNS_SERVERS ? Object.freeze([...e.CUBBY_DNS_SERVERS]) : null,

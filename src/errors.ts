@@ -17,6 +17,8 @@ export const ERROR_CATALOGUE = {
   API_KEY_REVOKED: { status: 401, message: 'This API key has been revoked.' },
   ACCOUNT_ACCESS_DENIED: { status: 403, message: 'This credential cannot use that account.' },
   PERMISSION_DENIED: { status: 403, message: 'This credential lacks the permission for this operation.' },
+  MCP_HOST_NOT_ALLOWED: { status: 403, message: 'This Host is not served here; the operator can add it to CUBBY_MCP_ALLOWED_HOSTS or set CUBBY_PUBLIC_URL.' },
+  MCP_ORIGIN_NOT_ALLOWED: { status: 403, message: 'Requests from this Origin are refused; the operator can add its host to CUBBY_MCP_ALLOWED_HOSTS.' },
   AGENCY_OWNER_REQUIRED: { status: 403, message: 'Only an agency owner credential with client-account access can do this.' },
   ACCOUNT_CAPACITY_REACHED: { status: 403, message: 'The agency has reached its account or member capacity.' },
   ACCOUNT_READ_ONLY: { status: 423, message: 'The account is read-only; reads work, changes are refused.' },

@@ -9,17 +9,21 @@ import { PLANS } from '../accounts/plans.ts';
 import { SERVER_VERSION } from '../version.ts';
 import { allowCors, mcpResource, PROTECTED_RESOURCE_PATH } from '../oauth/oauth.http.ts';
 import { UNTRUSTED } from './tool.ts';
+import { allowedHostRules, checkMcpHost } from './host-guard.ts';
 import { mailboxTools } from './tools.mailboxes.ts';
 import { fileTools } from './tools.files.ts';
 import { emailTools } from './tools.emails.ts';
 import { siteTools } from './tools.sites.ts';
 import { searchTools } from './tools.search.ts';
+import { registerResources } from './resources.ts';
+import { registerPrompts } from './prompts.ts';
 
 // The hosted tool endpoint: MCP over stateless streamable HTTP at /mcp. Every request is
 // authenticated like an API call (an API key or an OAuth access token for this resource),
 // gets a fresh server whose tools close over that request's context, and is forgotten.
-// No cookies are read here, so cross-origin callers gain nothing: CORS is open and there is
-// no Origin allow-list; the bearer token is the only credential.
+// No cookies are read here, so cross-origin callers gain nothing: CORS is open and the bearer
+// token is the only credential. Host and Origin are still checked first (host-guard.ts) so a
+// re-pointed name never reaches the endpoint (DNS rebinding).
 
 const INSTRUCTIONS = `Cubby: private file mailboxes, each with its own email address. Call status first. ${UNTRUSTED} Never ask the person to paste secrets, codes or passwords into the chat.`;
 
@@ -30,6 +34,8 @@ function buildServer(ctx: RequestCtx): McpServer {
   emailTools(server, ctx);
   siteTools(server, ctx);
   searchTools(server, ctx);
+  registerResources(server, ctx);
+  registerPrompts(server);
   return server;
 }
 
@@ -45,6 +51,16 @@ function challenge(deps: AppDeps, reply: FastifyReply, err: AppError, tokenSent:
     .send({ error: tokenSent ? 'invalid_token' : 'unauthorized', error_description: err.message, code: err.code });
 }
 
+/** Answers 403 and returns true when Host or Origin names a host this server does not serve. */
+function refuseForeignHost(deps: AppDeps, req: FastifyRequest, reply: FastifyReply): boolean {
+  const rules = allowedHostRules(deps.publicUrl(), deps.config.mcpAllowedHosts);
+  const verdict = checkMcpHost(rules, { host: req.headers.host, origin: req.headers.origin }, req.socket.localPort, req.protocol);
+  if (verdict.ok) return false;
+  const err = new AppError(verdict.header === 'host' ? 'MCP_HOST_NOT_ALLOWED' : 'MCP_ORIGIN_NOT_ALLOWED');
+  void reply.code(403).header('cache-control', 'no-store').send({ error: 'forbidden', error_description: err.message, code: err.code });
+  return true;
+}
+
 export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const handler = createMcpHandler((c: McpRequestContext) => buildServer(c.authInfo!.extra!.ctx as RequestCtx), {
     legacy: 'stateless',
@@ -54,7 +70,8 @@ export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<
   const limiter = new KeyRateLimiter(deps.now);
   app.addHook('onClose', async () => handler.close());
 
-  app.options('/mcp', { schema: { hide: true }, config: { auth: false } }, async (_req, reply) => {
+  app.options('/mcp', { schema: { hide: true }, config: { auth: false } }, async (req, reply) => {
+    if (refuseForeignHost(deps, req, reply)) return reply;
     allowCors(reply);
     return reply.code(204).send();
   });
@@ -65,6 +82,7 @@ export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<
     schema: { hide: true },
     config: { auth: false },
     handler: async (req: FastifyRequest, reply: FastifyReply) => {
+      if (refuseForeignHost(deps, req, reply)) return reply;
       const token = req.headers.authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
       const agent = readAgentHeaders(req.headers, deps.config.compatBrands);
       let credential;

@@ -24,8 +24,14 @@ export interface ToolDef<T extends z.ZodRawShape> {
   title: string;
   description: string;
   input: T;
+  /** Changes nothing. Read-only tools are also idempotent and never destructive. */
   readOnly?: boolean;
+  /** May remove or overwrite data that cannot be got back (MCP's destructiveHint). */
   destructive?: boolean;
+  /** Calling again with the same arguments has no further effect. */
+  idempotent?: boolean;
+  /** Reaches outside Cubby: sends mail, calls a webhook URL, or makes content public. */
+  openWorld?: boolean;
   run: (ctx: RequestCtx, args: ToolInput<T>) => Promise<unknown>;
 }
 
@@ -42,7 +48,14 @@ export function addTool<T extends z.ZodRawShape>(server: McpServer, ctx: Request
       title: def.title,
       description: def.description,
       inputSchema: schema,
-      annotations: { title: def.title, readOnlyHint: def.readOnly ?? false, destructiveHint: def.destructive ?? false, openWorldHint: false },
+      // Every hint is spelled out: MCP's defaults (destructive, open-world) are the cautious ones.
+      annotations: {
+        title: def.title,
+        readOnlyHint: def.readOnly === true,
+        destructiveHint: def.readOnly !== true && def.destructive === true,
+        idempotentHint: def.readOnly === true || def.idempotent === true,
+        openWorldHint: def.openWorld === true,
+      },
     },
     (async (args: ToolInput<T>) => {
       try {

@@ -73,6 +73,7 @@ export function emailTools(server: McpServer, ctx: RequestCtx): void {
     title: 'Mark an email read or unread',
     description: 'Sets the shared read status of one email.',
     input: { mailbox_id: mailboxId, email_id: emailId, read: z.boolean().default(true) },
+    idempotent: true,
     run: async (c, a) => ({ email: await presentOneSummary(c.db, await setEmailRead(c, { accountId: a.account_id, mailboxId: a.mailbox_id, emailId: a.email_id, read: a.read }), viewerOf(c)) }),
   });
 
@@ -89,6 +90,7 @@ export function emailTools(server: McpServer, ctx: RequestCtx): void {
       in_reply_to: z.string().max(100).nullable().optional().describe('Id of a received email to reply to'),
       attachment_ids: z.array(z.string().max(100)).max(100).optional().describe('Ids of files of this mailbox to attach'),
     },
+    openWorld: true,
     run: async (c, a) => {
       const email = await sendEmail(c, { accountId: a.account_id, mailboxId: a.mailbox_id, to: a.to, cc: a.cc, subject: a.subject, text: a.text, html: a.html, inReplyTo: a.in_reply_to, attachmentIds: a.attachment_ids, reason: a.reason });
       return { email: await presentOneSummary(c.db, email, viewerOf(c)) };
@@ -110,6 +112,9 @@ export function emailTools(server: McpServer, ctx: RequestCtx): void {
     title: 'Set the webhook',
     description: 'Sets the public HTTPS URL that receives email.received (admin). A new URL or rotate_secret=true returns a signing secret once; keep it out of chat and logs.',
     input: { mailbox_id: mailboxId, webhook_url: z.string().max(2048), rotate_secret: z.boolean().optional() },
+    // replaces the URL and, on rotation, the secret receivers verify with; delivers outside
+    destructive: true,
+    openWorld: true,
     run: async (c, a) => {
       const r = await putWebhook(c, { accountId: a.account_id, mailboxId: a.mailbox_id, url: a.webhook_url, rotateSecret: a.rotate_secret === true, reason: a.reason ?? null });
       return { webhook: presentWebhook(r.webhook, r.secret) };
@@ -121,6 +126,7 @@ export function emailTools(server: McpServer, ctx: RequestCtx): void {
     description: 'Removes the webhook; queued deliveries are cancelled.',
     input: { mailbox_id: mailboxId },
     destructive: true,
+    idempotent: true,
     run: (c, a) => deleteWebhook(c, { accountId: a.account_id, mailboxId: a.mailbox_id, reason: a.reason ?? null }),
   });
 

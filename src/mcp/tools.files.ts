@@ -27,6 +27,35 @@ function isTextType(mime: string): boolean {
   return m.startsWith('text/') || /^application\/(json|xml|javascript|yaml|x-yaml|toml|x-ndjson|ld\+json|[\w.+-]+\+(json|xml))\b/.test(m) || m.startsWith('image/svg+xml');
 }
 
+/**
+ * A file's metadata and its text when small and UTF-8, else a temporary download link: what the
+ * read tool and the file resources return. `_email/` files of withheld mail are refused.
+ */
+export async function readFileForAgent(c: RequestCtx, a: { accountId?: string; mailboxId: string; path?: string; fileId?: string }): Promise<Record<string, unknown>> {
+  let file;
+  if (a.fileId) file = (await loadFile(c, a.accountId, a.mailboxId, a.fileId)).file;
+  else if (a.path) {
+    const { mailbox } = await loadMailbox(c, a.accountId, a.mailboxId, 'read');
+    const p = cleanPath(a.path, 'path', { allowEmail: true });
+    file = await findFileByPath(c.db, mailbox.id, p.path);
+    if (!file) throw new AppError('MAILBOX_FILE_NOT_FOUND', `No file at ${p.path}.`, { path: p.path });
+    await assertEmailFileReadable(c, mailbox.id, file.path);
+  } else throw invalidArgument('path', 'give path or file_id');
+  const v = await c.db.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id!).executeTakeFirstOrThrow();
+  const out: Record<string, unknown> = { file: await presentOneFile(c.db, file) };
+  if (v.sha256 && isTextType(v.mime_type) && Number(v.byte_size) <= INLINE_MAX_BYTES) {
+    try {
+      out.content = new TextDecoder('utf-8', { fatal: true }).decode(await readFileBytes(c, v.sha256));
+      out.encoding = 'utf-8';
+      return out;
+    } catch {
+      // Not valid UTF-8 after all: fall through to a link.
+    }
+  }
+  out.download = await downloadLink(c, { sha256: v.sha256!, filename: v.name, contentType: v.mime_type, byteSize: Number(v.byte_size) });
+  return out;
+}
+
 export function fileTools(server: McpServer, ctx: RequestCtx): void {
   addTool(server, ctx, 'mailbox_file_list', {
     title: 'List files',
@@ -44,30 +73,7 @@ export function fileTools(server: McpServer, ctx: RequestCtx): void {
     description: `A file's metadata and, for text up to 256 KiB, its content; other files come with a temporary download link. Give path or file_id. ${UNTRUSTED}`,
     input: { mailbox_id: mailboxId, path: z.string().max(2048).optional(), file_id: fileId.optional() },
     readOnly: true,
-    run: async (c, a) => {
-      let file;
-      if (a.file_id) file = (await loadFile(c, a.account_id, a.mailbox_id, a.file_id)).file;
-      else if (a.path) {
-        const { mailbox } = await loadMailbox(c, a.account_id, a.mailbox_id, 'read');
-        const p = cleanPath(a.path, 'path', { allowEmail: true });
-        file = await findFileByPath(c.db, mailbox.id, p.path);
-        if (!file) throw new AppError('MAILBOX_FILE_NOT_FOUND', `No file at ${p.path}.`, { path: p.path });
-        await assertEmailFileReadable(c, mailbox.id, file.path);
-      } else throw invalidArgument('path', 'give path or file_id');
-      const v = await c.db.selectFrom('file_versions').selectAll().where('id', '=', file.current_version_id!).executeTakeFirstOrThrow();
-      const out: Record<string, unknown> = { file: await presentOneFile(c.db, file) };
-      if (v.sha256 && isTextType(v.mime_type) && Number(v.byte_size) <= INLINE_MAX_BYTES) {
-        try {
-          out.content = new TextDecoder('utf-8', { fatal: true }).decode(await readFileBytes(c, v.sha256));
-          out.encoding = 'utf-8';
-          return out;
-        } catch {
-          // Not valid UTF-8 after all: fall through to a link.
-        }
-      }
-      out.download = await downloadLink(c, { sha256: v.sha256!, filename: v.name, contentType: v.mime_type, byteSize: Number(v.byte_size) });
-      return out;
-    },
+    run: (c, a) => readFileForAgent(c, { accountId: a.account_id, mailboxId: a.mailbox_id, path: a.path, fileId: a.file_id }),
   });
 
   addTool(server, ctx, 'mailbox_file_write', {

@@ -104,6 +104,9 @@ export function mailboxTools(server: McpServer, ctx: RequestCtx): void {
       metadata: z.record(z.string(), z.unknown()).optional(),
       expected_metadata_version: z.string().max(100).nullable().optional(),
     },
+    // metadata replaces the whole object
+    destructive: true,
+    idempotent: true,
     run: async (c, a) => {
       const { mailbox, perms, access } = await updateMailbox(c, a.mailbox_id, { accountId: a.account_id, title: a.title, description: a.description, metadata: a.metadata, expectedMetadataVersion: a.expected_metadata_version, reason: a.reason ?? null, field: 'mailbox' });
       return { mailbox: presentMailbox(c, mailbox, perms, access) };
@@ -114,6 +117,7 @@ export function mailboxTools(server: McpServer, ctx: RequestCtx): void {
     title: 'Archive a mailbox',
     description: 'Makes the mailbox read-only; files and emails are kept.',
     input: { mailbox_id: mailboxId },
+    idempotent: true,
     run: async (c, a) => {
       const { mailbox, perms, access } = await archiveMailbox(c, a.mailbox_id, { accountId: a.account_id, reason: a.reason });
       return { mailbox: presentMailbox(c, mailbox, perms, access) };
@@ -124,6 +128,7 @@ export function mailboxTools(server: McpServer, ctx: RequestCtx): void {
     title: 'Unarchive a mailbox',
     description: 'Makes an archived mailbox writable again (needs admin permission).',
     input: { mailbox_id: mailboxId },
+    idempotent: true,
     run: async (c, a) => {
       const { mailbox, perms, access } = await unarchiveMailbox(c, a.mailbox_id, { accountId: a.account_id, reason: a.reason });
       return { mailbox: presentMailbox(c, mailbox, perms, access) };
@@ -135,6 +140,7 @@ export function mailboxTools(server: McpServer, ctx: RequestCtx): void {
     description: 'Deletes an archived mailbox for good. confirmation must equal delete.confirmation from mailbox_get. Only on the owner\'s explicit request.',
     input: { mailbox_id: mailboxId, confirmation: z.string().max(200) },
     destructive: true,
+    idempotent: true,
     run: (c, a) => deleteMailbox(c, a.mailbox_id, { accountId: a.account_id, confirmation: a.confirmation, reason: a.reason }),
   });
 }

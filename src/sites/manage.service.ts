@@ -47,7 +47,10 @@ export async function requestUnpublish(ctx: RequestCtx, bucketId: string, accoun
   return (await publicationById(ctx.db, p.id))!;
 }
 
-/** Renames the bucket's slug; the old host stops answering at once. */
+/** Days a renamed slug keeps redirecting (301) to the current address. */
+export const SLUG_REDIRECT_DAYS = 30;
+
+/** Renames the bucket's slug; the old host redirects to the new one for SLUG_REDIRECT_DAYS. */
 export async function renameSlug(ctx: RequestCtx, bucketId: string, accountSelector: string | undefined, rawSlug: string, reason: string | null) {
   const loaded = await loadMailbox(ctx, accountSelector, bucketId, 'write');
   assertMutable(loaded.access);
@@ -59,6 +62,13 @@ export async function renameSlug(ctx: RequestCtx, bucketId: string, accountSelec
       const taken = await trx.selectFrom('site_slugs').select('mailbox_id').where('slug', '=', slug).executeTakeFirst();
       if (taken && taken.mailbox_id !== bucketId) throw new AppError('SITE_SLUG_TAKEN', undefined, { field: 'public_slug', public_slug: slug });
       if (taken) return;
+      const old = await trx.selectFrom('site_slugs').select('slug').where('mailbox_id', '=', bucketId).executeTakeFirst();
+      // The new slug is live now: no redirect of its own (renaming back ends the old one's).
+      await trx.deleteFrom('site_slug_redirects').where('old_slug', '=', slug).execute();
+      if (old) {
+        await trx.deleteFrom('site_slug_redirects').where('old_slug', '=', old.slug).execute();
+        await trx.insertInto('site_slug_redirects').values({ old_slug: old.slug, mailbox_id: bucketId, expires_at: iso(new Date(now.getTime() + SLUG_REDIRECT_DAYS * 86_400_000)), created_at: iso(now) }).execute();
+      }
       await trx.deleteFrom('site_slugs').where('mailbox_id', '=', bucketId).execute();
       await trx.insertInto('site_slugs').values({ slug, mailbox_id: bucketId, account_id: loaded.mailbox.account_id, created_at: iso(now) }).execute();
       await trx.updateTable('publications').set({ public_slug: slug, updated_at: iso(now) }).where('mailbox_id', '=', bucketId).execute();

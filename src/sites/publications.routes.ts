@@ -91,7 +91,7 @@ export function registerPublicationRoutesA(app: App) {
 
   app.patch(
     '/buckets/:id/custom_domains/public_slug',
-    { schema: { operationId: 'renameBucketPublicSlug', response: responsesA({ 200: okA(SlugRenamed) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'SITE_SLUG_TAKEN', 'WEBSITE_PUBLISHING_DISABLED'], { write: true }), tags, summary: 'Rename the managed website slug (the old address stops answering)', params: idParams, body: writeBody({ public_slug: z.string().max(100).optional(), slug: z.string().max(100).optional() }) } },
+    { schema: { operationId: 'renameBucketPublicSlug', response: responsesA({ 200: okA(SlugRenamed) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'SITE_SLUG_TAKEN', 'WEBSITE_PUBLISHING_DISABLED'], { write: true }), tags, summary: 'Rename the managed website slug (the old address redirects with 301 for 30 days)', params: idParams, body: writeBody({ public_slug: z.string().max(100).optional(), slug: z.string().max(100).optional() }) } },
     async (req) => {
       const raw = req.body.public_slug ?? req.body.slug;
       if (raw === undefined) throw invalidArgument('public_slug', 'is required');

@@ -14,6 +14,14 @@ export interface SiteSlugsTable {
   created_at: string;
 }
 
+/** A renamed slug answering 301 to the bucket's current one until expires_at (migration 0019). */
+export interface SiteSlugRedirectsTable {
+  old_slug: string;
+  mailbox_id: string;
+  expires_at: string;
+  created_at: string;
+}
+
 export interface PublicationsTable {
   id: string;
   account_id: string;
@@ -100,6 +108,7 @@ export interface SiteEmailCodesTable {
 declare module '../db/schema.ts' {
   interface DB {
     site_slugs: SiteSlugsTable;
+    site_slug_redirects: SiteSlugRedirectsTable;
     publications: PublicationsTable;
     site_bundles: SiteBundlesTable;
     site_files: SiteFilesTable;

@@ -7,6 +7,7 @@ import { SiteCache, type FileEntry, type Site } from './site-cache.ts';
 import { baseHeaders, serveEntry } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
 import { emailPage, noSitePage, notFoundPage, passwordPage } from './pages.ts';
+import { renamedSlugOrigin } from './slug-redirect.ts';
 
 // The sites server: published websites on their own origin (never the dashboard's, so a site's
 // scripts can never read the dashboard's cookies), routed by the Host header. Plain node:http: each
@@ -74,7 +75,12 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     let site = label ? cache.peek(label) : null;
     if (site === undefined) site = await cache.resolve(label!);
     if (site && site.expiresAt !== null && site.expiresAt <= deps.now().getTime()) site = null;
-    if (!site) return sendText(res, null, 404, method === 'HEAD' ? '' : noSitePage(), 'text/html; charset=utf-8');
+    if (!site) {
+      // A renamed slug: 301 to the same path on the current address (the raw, still-encoded URL).
+      const moved = label ? await renamedSlugOrigin(deps, label) : null;
+      if (moved) return sendText(res, null, 301, '', 'text/plain; charset=utf-8', { location: `${moved}${(req.url ?? '/').startsWith('/') ? req.url : '/'}` });
+      return sendText(res, null, 404, method === 'HEAD' ? '' : noSitePage(), 'text/html; charset=utf-8');
+    }
 
     const url = req.url ?? '/';
     const q = url.indexOf('?');
