@@ -39,7 +39,8 @@ function addCommonOptions(cmd: Command): void {
 }
 
 export function registerUserCommands(program: Command): void {
-  program.version(CLIENT_VERSION, '-V, --version', 'print the version');
+  // Both entry points (src/cli/main.ts, src/cli/user-main.ts) answer --version; set it once.
+  if (!program.options.some((o) => o.long === '--version')) program.version(CLIENT_VERSION, '-V, --version', 'print the version');
   const before = new Set(program.commands);
   registerAuth(program);
   registerMailboxes(program);
