@@ -280,7 +280,10 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
     const protectedSite = await cli(['publish', site, 'CLI Site', '--password'], env);
     expect(protectedSite.code, protectedSite.stderr).toBe(0);
     expect(protectedSite.stdout).toMatch(/Password: \S+/);
-    expect((await siteFetch(pub.json.public_url)).status).not.toBe(200); // now behind the password
+    // Now behind the password: the gate page answers 200 (docs/compat.md) and says what it wants.
+    const gate = await siteFetch(pub.json.public_url);
+    expect(gate.headers['x-cubby-access']).toBe('password_required');
+    expect(gate.text).not.toContain('Hello from the CLI');
     const preview = await cli(['publish', site, 'CLI Site', '--preview', '--json'], env);
     expect(preview.code, preview.stderr).toBe(0);
     expect(preview.json).toMatchObject({ kind: 'preview', publish_state: 'ready' });
