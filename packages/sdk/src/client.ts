@@ -1,5 +1,5 @@
 import { errorFromResponse } from './errors.ts';
-import { Transport, type FetchLike, type RequestSpec, type RetryOptions } from './http.ts';
+import { Transport, type FetchLike, type RequestSpec, type TransportOptions } from './http.ts';
 import { PageIterator, pageOf } from './pagination.ts';
 import { jsHasher, type HasherFactory } from './hashing.ts';
 import { uploadFile, uploadMany, type UploadContext, type UploadEntry, type UploadFileOptions, type UploadManyOptions, type UploadManyResult } from './uploads.ts';
@@ -13,17 +13,8 @@ import type { BodyOf, CallOptions, ItemOf, Out, QueryOf } from './types.ts';
 // operations take the mailbox id first. Lists return PageIterators (for await … of). Inputs use
 // the field names of the API (snake_case), typed from the OpenAPI documents.
 
-export interface CubbyOptions {
-  /** Where the service runs, e.g. `https://cubby.example.com` (no /v1). */
-  baseUrl: string;
-  /** A `cbk_…` API key or an OAuth access token. */
-  apiKey?: string;
-  /** Act on this granted account instead of the key's default one. */
-  accountId?: string;
-  fetch?: FetchLike;
-  retry?: RetryOptions;
-  sleep?: (ms: number) => Promise<void>;
-  userAgent?: string;
+/** The transport's options (base URL, key, account, fetch, retries), plus what only the client uses. */
+export interface CubbyOptions extends TransportOptions {
   /** Checksum implementation for uploads (the Node entry passes node:crypto). */
   hasher?: HasherFactory;
   /** WebSocket class for live subscriptions (default globalThis.WebSocket). */

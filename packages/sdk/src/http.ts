@@ -15,8 +15,11 @@ export interface RetryOptions {
 }
 
 export interface TransportOptions {
+  /** Where the service runs, e.g. `https://cubby.example.com` (no /v1). */
   baseUrl: string;
+  /** A `cubby_…` API key or an OAuth access token. */
   apiKey?: string;
+  /** Act on this granted account instead of the key's default one. */
   accountId?: string;
   fetch?: FetchLike;
   retry?: RetryOptions;

@@ -1,13 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AppDeps, RequestCtx } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import { readAgentHeaders } from '../../auth/credential.ts';
 import { claimDomain, deleteDomain, listDomains, requestVerify } from '../../domains/domains.service.ts';
 import { presentDomain } from '../../domains/domains.present.ts';
 import { formatTime, html, messagePage, sendPage } from '../html.ts';
 import { csrfInput, formField, input, type FormBody } from '../forms.ts';
-import type { WebSession } from '../session.ts';
 import { accountLayout, accountPage, flash, isAdminRole, ROUTE } from './common.ts';
+import { personCtx } from '../person-ctx.ts';
 
 // /account/domains: custom receiving domains over the same service as /v1/account/email_domains.
 // The signed-in person acts with a request credential of full-account, mailbox_admin scope,
@@ -18,30 +17,6 @@ const DONE: Record<string, string> = {
   verifying: 'Checking the DNS records now. Reload this page to see the result.',
   removed: 'Domain removed.',
 };
-
-function domainsCtx(deps: AppDeps, req: FastifyRequest, session: WebSession, accountId: string): RequestCtx {
-  return {
-    ...deps,
-    credential: {
-      keyId: '',
-      user: session.user,
-      label: null,
-      tokenType: 'session',
-      scope: 'mailbox_admin',
-      mailboxAccess: 'all',
-      mailboxPermissions: {},
-      defaultAccountId: accountId,
-      grantedAccountIds: [accountId],
-      includeClientAccounts: false,
-      transport: 'web',
-      plan: 'free',
-      expiresAt: null,
-      lastUsedAt: null,
-      connection: null,
-    },
-    actor: { userId: session.user.id, apiKeyId: null, agent: readAgentHeaders(req.headers), requestId: req.id },
-  };
-}
 
 function inUseMessage(err: AppError): string {
   const boxes = (err.details.assigned_mailboxes as { email: string }[] | undefined) ?? [];
@@ -58,7 +33,7 @@ export function registerDomainPages(web: FastifyInstance, deps: AppDeps): void {
     if (!p.current || !isAdminRole(p.current)) {
       return sendPage(reply, 403, messagePage('Owners and administrators only', 'Only owners and administrators of the account manage its email domains.', { href: '/account', text: 'Your account' }));
     }
-    const ctx = domainsCtx(deps, req, p.session, p.current.accountId);
+    const ctx = personCtx(deps, req, p.session, p.current.accountId);
     const { enabled, views } = await listDomains(ctx, { accountId: p.current.accountId, limit: 100 });
     const hidden = html`${csrfInput(p.csrf)}<input type="hidden" name="account_id" value="${p.current.accountId}">`;
     const cards = views.map((v) => {
@@ -102,7 +77,7 @@ ${cards.length ? cards : html`<p class="muted">No custom domains yet.</p>`}
       const accountId = formField(body, 'account_id', 100);
       const back = { href: `/account/domains?account=${encodeURIComponent(accountId)}`, text: 'Back to domains' };
       try {
-        const done = await run(domainsCtx(deps, req, session, accountId), body, accountId);
+        const done = await run(personCtx(deps, req, session, accountId), body, accountId);
         return reply.redirect(`/account/domains?account=${encodeURIComponent(accountId)}&done=${done}`, 303);
       } catch (err) {
         if (err instanceof AppError && err.code === 'EMAIL_DOMAIN_IN_USE') return sendPage(reply, err.status, messagePage('Domain in use', inUseMessage(err), back));
