@@ -15,7 +15,7 @@ import { csrfToken, toSignIn, type WebSession } from './session.ts';
 import { attempt, notice, refusalPage } from './ui.ts';
 import { formatSize, mailboxBase, mailboxHeader, mailboxName } from './mailbox.views.ts';
 import { notFound } from './mailbox.pages.ts';
-import { crumbs, folderListing, lineDiff, MAX_FOLDER_ROWS, type FileSort } from './files.data.ts';
+import { crumbs, decodeCursor, folderListing, lineDiff, type FileSort, type FolderPosition } from './files.data.ts';
 
 // Files of a mailbox in the browser: folders with breadcrumbs, sorting, upload (app.js sends each
 // file to the upload route, which stores it through the API's direct-upload and save services),
@@ -41,17 +41,26 @@ function breadcrumbs(base: string, folder: string): Html {
   return html`<nav class="crumbs" aria-label="Folder"><a href="${filesHref(base, '')}">Files</a>${crumbs(folder).map((c) => html` / <a href="${filesHref(base, c.path)}">${c.name}</a>`)}</nav>`;
 }
 
-async function renderFolder(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, session: WebSession, opened: OpenedMailbox, folder: string, sort: FileSort, desc: boolean) {
+async function renderFolder(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, session: WebSession, opened: OpenedMailbox, folder: string, sort: FileSort, desc: boolean, at: FolderPosition) {
   const csrf = csrfToken(req, reply, deps);
   const m = opened.loaded.mailbox;
   const base = mailboxBase(m);
-  const listing = await folderListing(deps, m.id, folder, sort, desc);
+  const listing = await folderListing(deps, m.id, folder, sort, desc, at);
   const canWrite = mayChange(opened.loaded) && !m.archived_at;
   const emailArea = folder === '_email' || folder.startsWith('_email/');
   const sortLink = (s: FileSort, text: string) => {
     const nextDesc = sort === s ? !desc : s !== 'name';
     return html`<a href="${filesHref(base, folder, `sort=${s}${nextDesc ? '&dir=desc' : ''}`)}"${sort === s ? html` aria-current="true"` : ''}>${text}${sort === s ? (desc ? ' ↓' : ' ↑') : ''}</a>`;
   };
+  // Sorting and paging keep each other: a page link carries the sort, a sort link starts at the top.
+  const sortQuery = [sort !== 'name' || desc ? `sort=${sort}` : '', desc ? 'dir=desc' : ''].filter(Boolean).join('&');
+  const pageLink = (key: 'after' | 'before', cursor: string) => filesHref(base, folder, [sortQuery, `${key}=${cursor}`].filter(Boolean).join('&'));
+  const pager =
+    listing.prev || listing.next
+      ? html`<nav class="pager" aria-label="Pages of files">${listing.prev ? html`<a href="${filesHref(base, folder, sortQuery)}">⇤ First</a><a href="${pageLink('before', listing.prev)}" rel="prev">← Previous</a>` : ''}${
+          listing.next ? html`<a href="${pageLink('after', listing.next)}" rel="next">Next →</a>` : ''
+        }</nav>`
+      : '';
   const rows = [
     ...listing.folders.map(
       (f) => html`<li><div class="main"><a class="title" href="${filesHref(base, folder ? `${folder}/${f.name}` : f.name)}"><span class="icon-folder" aria-hidden="true"></span>${f.name}/</a></div><div class="side">${f.files} file${f.files === 1 ? '' : 's'}${
@@ -83,7 +92,7 @@ ${emailArea ? html`<div class="alert info small" role="note">Files under <code>_
 <div class="toolbar small"><span class="muted">Sort:</span> ${sortLink('name', 'Name')} ${sortLink('size', 'Size')} ${sortLink('date', 'Date')}</div>
 ${rows.length ? html`<ul class="rows" data-keys>${rows}</ul>` : html`<div class="empty">${folder ? 'This folder is empty.' : 'No files yet.'}</div>`}
 </div>
-${listing.more ? html`<p class="hint">Showing the first ${MAX_FOLDER_ROWS} files of this folder.</p>` : ''}
+${pager}
 ${upload}`;
   return sendPage(reply, 200, layout({ title: `Files · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes' }));
 }
@@ -100,7 +109,7 @@ async function loadOpenedFile(opened: OpenedMailbox, fileId: string) {
 export function registerFilesPages(web: FastifyInstance, deps: AppDeps): void {
   web.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: MAX_WEB_UPLOAD_BYTES }, (_req, body, done) => done(null, body));
 
-  web.get('/mailboxes/:id/files', ROUTE, async (req: FastifyRequest<{ Params: { id: string }; Querystring: { path?: string; sort?: string; dir?: string } }>, reply) => {
+  web.get('/mailboxes/:id/files', ROUTE, async (req: FastifyRequest<{ Params: { id: string }; Querystring: { path?: string; sort?: string; dir?: string; after?: string; before?: string } }>, reply) => {
     const session = req.webSession;
     if (!session) return toSignIn(req, reply);
     const opened = await openMailbox(deps, req, session, req.params.id);
@@ -112,7 +121,8 @@ export function registerFilesPages(web: FastifyInstance, deps: AppDeps): void {
       folder = '';
     }
     const sort: FileSort = req.query.sort === 'size' || req.query.sort === 'date' ? req.query.sort : 'name';
-    return renderFolder(req, reply, deps, session, opened, folder, sort, req.query.dir === 'desc');
+    const at: FolderPosition = { after: decodeCursor(req.query.after, sort), before: decodeCursor(req.query.before, sort) };
+    return renderFolder(req, reply, deps, session, opened, folder, sort, req.query.dir === 'desc', at);
   });
 
   web.get('/mailboxes/:id/files/:file_id', ROUTE, async (req: FastifyRequest<{ Params: FileParams; Querystring: { diff?: string } }>, reply) => {
