@@ -63,8 +63,9 @@ export class WebClient {
     return list;
   }
 
-  async request(method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<PageResponse> {
-    const body = form ? new URLSearchParams(form).toString() : undefined;
+  /** A list value sends the field once per item (checkboxes). */
+  async request(method: string, path: string, form?: Record<string, string | string[]>, headers: Record<string, string> = {}): Promise<PageResponse> {
+    const body = form ? new URLSearchParams(Object.entries(form).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]]))).toString() : undefined;
     const res = await send(new URL(path, this.base), this.ip, method, {
       ...(this.cookies.size ? { cookie: this.cookieHeader() } : {}),
       ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),

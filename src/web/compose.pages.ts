@@ -3,18 +3,21 @@ import type { AppDeps } from '../context.ts';
 import type { EmailsTable } from '../db/schema.ts';
 import { replySubject, sendEmail } from '../outbound/send.service.ts';
 import { replyDefault } from '../outbound/rules.ts';
+import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from '../outbound/attachments.ts';
+import { attachmentsOf } from '../emails/emails.present.ts';
 import { sendingBlockedReason } from '../outbound/sending-state.ts';
 import { html, layout, sendPage } from './html.ts';
-import { csrfInput, formField, input, type FieldErrors, type FormBody } from './forms.ts';
+import { csrfInput, formField, formValues, input, type FieldErrors, type FormBody } from './forms.ts';
 import { mayChange, openMailbox, type OpenedMailbox } from './person-ctx.ts';
 import { csrfToken, toSignIn, type WebSession } from './session.ts';
 import { attempt, errorField, refusalText } from './ui.ts';
-import { addresses, mailboxBase, mailboxName } from './mailbox.views.ts';
+import { addresses, formatSize, mailboxBase, mailboxName } from './mailbox.views.ts';
 import { findEmail, notFound } from './mailbox.pages.ts';
 
 // Compose, reply, reply-all and forward: a form over sendEmail, the API's send, so the sending
 // rules are the same; a refusal is shown on the form in words (which recipient, why, and what
-// would allow it), with what was typed kept.
+// would allow it), with what was typed kept. A forward carries the original's attachments (each
+// can be left out): they go as sendEmail's attachment ids, so its limits on count and size apply.
 
 const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
 
@@ -24,6 +27,9 @@ interface ComposeForm {
   subject: string;
   text: string;
   inReplyTo: string;
+  /** The forwarded email's id, and which of its attachments (file ids) go along. */
+  forwardOf: string;
+  attachments: string[];
 }
 
 const BLOCKED: Record<string, string> = {
@@ -56,10 +62,11 @@ function forwarded(original: EmailsTable): string {
 
 /** The form as it starts: empty, or prefilled for a reply (to the authenticated sender), reply-all or forward. */
 function startingForm(opened: OpenedMailbox, original: EmailsTable | null, mode: 'new' | 'reply' | 'all' | 'forward'): ComposeForm {
-  if (!original || mode === 'new') return { to: '', cc: '', subject: '', text: '', inReplyTo: '' };
+  const none = { forwardOf: '', attachments: [] };
+  if (!original || mode === 'new') return { to: '', cc: '', subject: '', text: '', inReplyTo: '', ...none };
   if (mode === 'forward') {
     const s = (original.subject ?? '').trim();
-    return { to: '', cc: '', subject: /^fwd?:/i.test(s) ? s : `Fwd: ${s}`, text: forwarded(original), inReplyTo: '' };
+    return { to: '', cc: '', subject: /^fwd?:/i.test(s) ? s : `Fwd: ${s}`, text: forwarded(original), inReplyTo: '', forwardOf: original.id, attachments: attachmentsOf(original).map((a) => a.id) };
   }
   const own = (opened.loaded.mailbox.address ?? '').toLowerCase();
   const replyTo = addresses(original.reply_to_addresses)[0]?.address;
@@ -68,7 +75,18 @@ function startingForm(opened: OpenedMailbox, original: EmailsTable | null, mode:
     mode === 'all'
       ? [...addresses(original.to_addresses), ...addresses(original.cc_addresses)].map((a) => a.address.toLowerCase()).filter((a) => a !== own && a !== to.toLowerCase())
       : [];
-  return { to, cc: [...new Set(others)].join(', '), subject: replySubject(original.subject), text: quoted(original), inReplyTo: original.id };
+  return { to, cc: [...new Set(others)].join(', '), subject: replySubject(original.subject), text: quoted(original), inReplyTo: original.id, ...none };
+}
+
+/** The forwarded email's attachments as checkboxes (all on at first), with the sending limits. */
+function forwardAttachments(original: EmailsTable | null, form: ComposeForm) {
+  const list = original && form.forwardOf ? attachmentsOf(original) : [];
+  if (!list.length) return html``;
+  const total = list.reduce((n, a) => n + Number(a.size_bytes), 0);
+  const over = list.length > MAX_ATTACHMENTS || total > MAX_ATTACHMENT_BYTES;
+  return html`<fieldset class="attachments"><legend>Attachments of the original</legend>${list.map(
+    (a) => html`<label class="choice"><input type="checkbox" name="attachment" value="${a.id}"${form.attachments.includes(a.id) ? html` checked` : ''}> ${a.filename} <span class="muted small">(${formatSize(Number(a.size_bytes))})</span></label>`,
+  )}<p class="hint${over ? ' error' : ''}">A message carries at most ${MAX_ATTACHMENTS} files and ${formatSize(MAX_ATTACHMENT_BYTES)} together${over ? html`; these are ${list.length} files and ${formatSize(total)}: leave some out` : ''}.</p></fieldset>`;
 }
 
 function renderCompose(
@@ -88,7 +106,7 @@ function renderCompose(
   const base = mailboxBase(m);
   const blocked = sendingBlockedReason(m, opened.loaded.access.account);
   const canWrite = mayChange(opened.loaded);
-  const heading = original ? (form.inReplyTo ? `Reply: ${original.subject ?? '(no subject)'}` : `Forward: ${original.subject ?? '(no subject)'}`) : 'New message';
+  const heading = original ? (form.forwardOf ? `Forward: ${original.subject ?? '(no subject)'}` : `Reply: ${original.subject ?? '(no subject)'}`) : 'New message';
   const body = html`<p class="crumbs"><a href="/?account=${m.account_id}">Mailboxes</a> / <a href="${base}">${mailboxName(m)}</a> / compose</p>
 <h1>${heading}</h1>
 ${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}
@@ -96,6 +114,7 @@ ${blocked ? html`<div class="alert bad" role="alert">This mailbox cannot send no
 ${!canWrite ? html`<div class="alert bad" role="alert">Your role in this account cannot send from this mailbox.</div>` : ''}
 <div class="card"><form method="post" action="${base}/compose">${csrfInput(csrf)}
 <input type="hidden" name="in_reply_to" value="${form.inReplyTo}">
+<input type="hidden" name="forward_of" value="${form.forwardOf}">
 <p class="small muted">From <code>${m.address ?? 'no address'}</code></p>
 ${input('to', 'To', errors, { value: form.to, hint: form.inReplyTo ? 'leave empty to answer the original sender when they passed authentication' : 'addresses separated by commas', maxlength: 3000 })}
 ${input('cc', 'Cc', errors, { value: form.cc, maxlength: 3000 })}
@@ -104,6 +123,7 @@ ${input('subject', 'Subject', errors, { value: form.subject, maxlength: 998 })}
 <textarea id="f-text" name="text" rows="14"${errors.text ? html` aria-invalid="true"` : ''}>
 ${form.text}</textarea>
 ${errors.text ? html`<div class="error">${errors.text}</div>` : ''}
+${forwardAttachments(original, form)}
 <p class="hint">A mailbox writes to members of its account and to other mailboxes of the account; on paid plans also to senders who emailed it and passed authentication.</p>
 <div class="actions"><button type="submit"${blocked || !canWrite ? html` disabled` : ''}>Send</button><a href="${original ? `${base}/emails/${encodeURIComponent(original.id)}` : base}">Cancel</a></div>
 </form></div>`;
@@ -135,8 +155,15 @@ export function registerComposePages(web: FastifyInstance, deps: AppDeps): void 
       subject: formField(b, 'subject', 998),
       text: formField(b, 'text', 1024 * 1024),
       inReplyTo: formField(b, 'in_reply_to', 100),
+      forwardOf: formField(b, 'forward_of', 100),
+      attachments: formValues(b, 'attachment', 100, 100),
     };
-    const original = form.inReplyTo ? await findEmail(opened, form.inReplyTo) : null;
+    const originalId = form.inReplyTo || form.forwardOf;
+    const original = originalId ? await findEmail(opened, originalId) : null;
+    if (originalId && !original) return notFound(reply, 'Email', { href: mailboxBase(opened.loaded.mailbox), text: 'Back to the mailbox' }, session);
+    // Only the forwarded email's own attachments can ride along from this form.
+    const offered = new Set(original && form.forwardOf ? attachmentsOf(original).map((a) => a.id) : []);
+    form.attachments = form.attachments.filter((id) => offered.has(id));
     const done = await attempt(() =>
       sendEmail(opened.ctx, {
         accountId: opened.loaded.access.account.id,
@@ -146,12 +173,14 @@ export function registerComposePages(web: FastifyInstance, deps: AppDeps): void 
         subject: form.subject.trim() || null,
         text: form.text,
         inReplyTo: form.inReplyTo || null,
+        attachmentIds: form.attachments,
       }),
     );
     if (!done.ok) {
       const err = done.error;
       const field = errorField(err);
       const known = field && ['to', 'cc', 'subject', 'text'].includes(field) ? field : null;
+      // A problem with the attachments is told above the form, with the sending limits.
       const who = typeof err.details.address === 'string' ? `${err.details.address}: ` : '';
       return renderCompose(req, reply, deps, session, opened, form, original, known ? { [known]: refusalText(err) } : {}, known ? null : `${who}${refusalText(err)}`, err.status);
     }

@@ -9,6 +9,13 @@ export function formField(body: FormBody, name: string, max = 1000): string {
   return typeof s === 'string' ? s.slice(0, max) : '';
 }
 
+/** Every value of a repeated field (checkboxes), each cut to `max` characters, at most `count` of them. */
+export function formValues(body: FormBody, name: string, max = 1000, count = 100): string[] {
+  const v = body?.[name];
+  const list = Array.isArray(v) ? v : v === undefined ? [] : [v];
+  return list.filter((x): x is string => typeof x === 'string').slice(0, count).map((x) => x.slice(0, max));
+}
+
 export type FieldErrors = Partial<Record<string, string>>;
 
 export interface InputOptions {

@@ -49,6 +49,8 @@ export function refusalText(err: AppError): string {
     EMAIL_RECIPIENT_UNAUTHENTICATED: 'Ask the sender to fix SPF/DKIM for their domain; mail that passes makes them a valid recipient.',
     EMAIL_RECIPIENT_PLAN_REQUIRED: 'Upgrade the plan to write to outside senders, or write to a member or another mailbox of this account.',
     EMAIL_RECIPIENT_REQUIRED: 'Enter the recipient yourself in To.',
+    EMAIL_ATTACHMENTS_TOO_LARGE: 'A sent message carries at most 20 files and 25 MB together: leave some attachments out.',
+    MAILBOX_LOCKED: 'A batch upload (from the dashboard, the API or the CLI) is in progress on this mailbox; other changes wait until it is finished, canceled or expires.',
   };
   const extra = help[err.code];
   return extra ? `${err.message} ${extra}` : err.message;
