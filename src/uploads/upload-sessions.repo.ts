@@ -163,3 +163,29 @@ export async function updateLockProgress(db: Kysely<DB>, session: UploadSessions
   await db.updateTable('mailboxes').set({ lock_progress: lockProgress(session, counts) }).where('id', '=', session.mailbox_id).where('lock_kind', '=', LOCK_KIND).where('lock_progress', 'like', `{"session_id":"${session.id}"%`).execute();
   return counts;
 }
+
+export interface SessionFileState {
+  path: string;
+  sha256: string;
+  byte_size: number;
+  /** declared: no bytes yet; received: bytes stored, not saved; saved; skipped (identical content); failed (discarded). */
+  state: 'declared' | 'received' | 'saved' | 'skipped' | 'failed';
+}
+
+/** The live declarations of a session (not superseded), for a client resuming it. */
+export async function sessionFileStates(db: Kysely<DB>, sessionId: string): Promise<SessionFileState[]> {
+  const rows = await db
+    .selectFrom('upload_session_files as f')
+    .leftJoin('direct_uploads as d', 'd.id', 'f.direct_upload_id')
+    .select(['f.path', 'f.sha256', 'f.byte_size', 'f.status', 'd.status as upload_status'])
+    .where('f.session_id', '=', sessionId)
+    .where('f.status', '!=', 'superseded')
+    .orderBy('f.id')
+    .execute();
+  return rows.map((r) => ({
+    path: r.path,
+    sha256: r.sha256,
+    byte_size: Number(r.byte_size),
+    state: r.status === 'pending' ? (r.upload_status === 'pending' ? 'declared' : 'received') : r.status === 'saved' ? 'saved' : r.status === 'skipped' ? 'skipped' : 'failed',
+  }));
+}

@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
 import MarkdownIt from 'markdown-it';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { downloadLink } from '../files/blob.routes.ts';
-import { appendText, deleteFile, loadFile, readFileBytes, relocateFile, restoreVersion, saveFile } from '../files/files.service.ts';
-import { createDirectUpload, recordUploaded } from '../files/direct-uploads.service.ts';
-import { cleanFolder, isEmailPath, mimeFromName } from '../files/paths.ts';
+import { appendText, deleteFile, loadFile, readFileBytes, relocateFile, restoreVersion } from '../files/files.service.ts';
+import { cleanFolder, isEmailPath } from '../files/paths.ts';
 import { formatTime, html, layout, raw, sendPage, type Html } from './html.ts';
 import { csrfInput, formField, type FormBody } from './forms.ts';
 import { mayChange, openMailbox, type OpenedMailbox } from './person-ctx.ts';
@@ -17,13 +14,12 @@ import { formatSize, mailboxBase, mailboxHeader, mailboxName } from './mailbox.v
 import { notFound } from './mailbox.pages.ts';
 import { crumbs, decodeCursor, folderListing, lineDiff, type FileSort, type FolderPosition } from './files.data.ts';
 
-// Files of a mailbox in the browser: folders with breadcrumbs, sorting, upload (app.js sends each
-// file to the upload route, which stores it through the API's direct-upload and save services),
+// Files of a mailbox in the browser: folders with breadcrumbs, sorting and keyset paging, upload
+// (app.js, through an upload session: uploads.pages.ts),
 // preview, download, rename/move/copy/delete, append text and the version history with restore
 // and a text diff. `_email/` is shown read-only, as the services enforce.
 
 const ROUTE = { schema: { hide: true }, config: { auth: false } } as const;
-export const MAX_WEB_UPLOAD_BYTES = 100 * 1024 * 1024;
 const MAX_PREVIEW_TEXT = 512 * 1024;
 const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
 
@@ -73,12 +69,15 @@ async function renderFolder(req: FastifyRequest, reply: FastifyReply, deps: AppD
     ),
   ];
   const upload = canWrite && !emailArea
-    ? html`<div class="card" id="upload" data-upload="${base}/files/upload" data-folder="${folder}">
+    ? html`<div class="card" id="upload" data-upload="${base}/files/sessions" data-mailbox="${m.id}" data-folder="${folder}">
 <h2>Upload</h2>
+<div class="alert info small" data-resume hidden role="status"><p data-resume-text></p><div class="actions"><button type="button" class="secondary small" data-cancel>Cancel that upload</button></div></div>
 <div class="dropzone" data-dropzone><p>Drop files or folders here, or choose:</p>
 <div class="actions"><label class="button secondary" for="pick-files">Choose files</label><input class="sr-only" id="pick-files" type="file" multiple data-pick>
 <label class="button secondary" for="pick-folder">Choose a folder</label><input class="sr-only" id="pick-folder" type="file" webkitdirectory multiple data-pick></div></div>
+<p class="small" data-upload-message role="status" hidden></p>
 <div data-progress hidden><p class="small" data-overall-text></p><progress data-overall max="1" value="0" aria-label="Overall upload progress"></progress><ul class="rows small" data-files></ul></div>
+<p class="hint">One upload (a pick or a drop) is saved as one version of the mailbox. If the page is closed or reloaded midway, drop or choose the same files again: those already sent are skipped.</p>
 <noscript><p class="hint">Uploading from the browser needs JavaScript; the API and the CLI upload too.</p></noscript>
 <form method="get" action="${base}/files" class="toolbar"><label for="new-folder">New folder</label><input type="hidden" name="new" value="1"><input class="grow" id="new-folder" name="path" type="text" value="${folder ? `${folder}/` : ''}" required><button class="secondary" type="submit">Open</button></form>
 <p class="hint">Folders exist through their files: open a new folder, then upload into it.</p>
@@ -107,8 +106,6 @@ async function loadOpenedFile(opened: OpenedMailbox, fileId: string) {
 }
 
 export function registerFilesPages(web: FastifyInstance, deps: AppDeps): void {
-  web.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: MAX_WEB_UPLOAD_BYTES }, (_req, body, done) => done(null, body));
-
   web.get('/mailboxes/:id/files', ROUTE, async (req: FastifyRequest<{ Params: { id: string }; Querystring: { path?: string; sort?: string; dir?: string; after?: string; before?: string } }>, reply) => {
     const session = req.webSession;
     if (!session) return toSignIn(req, reply);
@@ -246,33 +243,4 @@ ${actions}
     'appended',
     fileHref,
   );
-
-  // One file's bytes from the upload script (CSRF in a header): declared and saved through the
-  // API's direct-upload services, so limits, permissions and `_email/` protection are the same.
-  web.post('/mailboxes/:id/files/upload', ROUTE, async (req: FastifyRequest<{ Params: { id: string }; Querystring: { path?: string } }>, reply) => {
-    const session = req.webSession;
-    if (!session) return reply.code(401).send({ error: 'Sign in again.' });
-    const opened = await openMailbox(deps, req, session, req.params.id);
-    if (!opened) return reply.code(404).send({ error: 'Mailbox not found.' });
-    const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const path = typeof req.query.path === 'string' ? req.query.path : '';
-    const basename = path.split('/').pop() ?? '';
-    const result = await attempt(async () => {
-      const declared = {
-        filename: basename,
-        byte_size: bytes.length,
-        checksum: createHash('md5').update(bytes).digest('base64'),
-        sha256: createHash('sha256').update(bytes).digest('hex'),
-        content_type: mimeFromName(basename),
-      };
-      const upload = await createDirectUpload(opened.ctx, { accountId: opened.loaded.access.account.id, mailboxId: opened.loaded.mailbox.id, path, blob: declared });
-      if (upload.kind === 'skipped') return { path, skipped: true, reason: upload.reason };
-      const stored = await deps.blobs.put(Readable.from([bytes]), { byteSize: bytes.length, md5Base64: declared.checksum, sha256Hex: declared.sha256, maxBytes: bytes.length });
-      await recordUploaded(deps, upload.row, stored.md5Base64);
-      const saved = await saveFile(opened.ctx, { accountId: opened.loaded.access.account.id, mailboxId: opened.loaded.mailbox.id, path, signedBlobId: upload.signedId });
-      return { path, skipped: Boolean(saved.skipped) };
-    });
-    if (!result.ok) return reply.code(result.error.status).send({ error: result.error.message, code: result.error.code });
-    return reply.send(result.value);
-  });
 }

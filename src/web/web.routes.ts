@@ -17,6 +17,7 @@ import { registerAssets } from './assets.ts';
 import { registerMailboxAdminPages } from './mailbox-admin.pages.ts';
 import { registerComposePages } from './compose.pages.ts';
 import { registerFilesPages } from './files.pages.ts';
+import { registerUploadPages } from './uploads.pages.ts';
 import { registerSitePages } from './site.pages.ts';
 import { registerSettingsPages } from './settings.pages.ts';
 
@@ -79,6 +80,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerSearchPage(web, deps);
     registerComposePages(web, deps);
     registerFilesPages(web, deps);
+    registerUploadPages(web, deps);
     registerSitePages(web, deps);
     registerSettingsPages(web, deps);
     registerAgentAccessPages(web, deps);

@@ -72,8 +72,12 @@
   });
 })();
 
-// Uploads on the files page: a picker (files or a whole folder) or drag-and-drop; each file is
-// sent to the upload route with the page's CSRF token, with a progress bar per file and overall.
+// Uploads on the files page: a picker (files or a whole folder) or drag-and-drop. One batch is one
+// upload session (one mailbox version): the session is started with a client key kept in
+// localStorage, each file's bytes go to the session with the page's CSRF token (three at a time,
+// a progress bar per file and overall), then the session is finalized. The key, the session id
+// and what was sent (path, size, modification time, SHA-256) stay in localStorage until the batch
+// is finished, so after a reload dropping the same files again sends only those the session lacks.
 (function () {
   'use strict';
   function start() {
@@ -81,18 +85,93 @@
     if (!box) return;
     const url = box.getAttribute('data-upload');
     const folder = box.getAttribute('data-folder');
+    const storeKey = 'cubby.upload.' + box.getAttribute('data-mailbox');
     const csrf = document.body.getAttribute('data-csrf');
     const progress = box.querySelector('[data-progress]');
     const overall = box.querySelector('[data-overall]');
     const overallText = box.querySelector('[data-overall-text]');
     const list = box.querySelector('[data-files]');
     const zone = box.querySelector('[data-dropzone]');
+    const message = box.querySelector('[data-upload-message]');
+    const resume = box.querySelector('[data-resume]');
+    let busy = false;
 
-    function send(file, rel, bar, status) {
+    function say(text, kind) {
+      message.hidden = !text;
+      message.textContent = text || '';
+      message.className = 'small' + (kind === 'bad' ? ' error' : '');
+    }
+    function load() {
+      try {
+        return JSON.parse(localStorage.getItem(storeKey) || 'null');
+      } catch {
+        return null;
+      }
+    }
+    let saveTimer = 0;
+    function save(record, now) {
+      clearTimeout(saveTimer);
+      const write = () => (record ? localStorage.setItem(storeKey, JSON.stringify(record)) : localStorage.removeItem(storeKey));
+      if (now) write();
+      else saveTimer = setTimeout(write, 300);
+    }
+    async function call(method, path, body) {
+      const res = await fetch(path, {
+        method,
+        credentials: 'same-origin',
+        headers: Object.assign({ 'x-csrf-token': csrf }, body ? { 'content-type': 'application/json' } : {}),
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      let data = {};
+      try {
+        data = await res.json();
+      } catch {}
+      return { status: res.status, ok: res.ok, data };
+    }
+    function untilText(iso) {
+      return iso ? ' (until ' + new Date(iso).toLocaleTimeString() + ' at the latest)' : '';
+    }
+    function staleText(status) {
+      return status === 'expired'
+        ? 'The earlier upload was not finished in time and expired: the files it had not saved were discarded.'
+        : 'The earlier upload was ' + (status === 'failed' ? 'canceled' : 'already finished') + '.';
+    }
+    async function sha256(file) {
+      if (!(window.crypto && crypto.subtle)) return null;
+      const digest = await crypto.subtle.digest('SHA-256', await file.arrayBuffer());
+      return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+    }
+
+    // A batch that was interrupted: say so on arrival, and offer to cancel it.
+    async function checkInterrupted() {
+      const record = load();
+      if (!record || !record.sessionId) return;
+      const r = await call('GET', url + '/' + encodeURIComponent(record.sessionId));
+      const s = r.data.session;
+      if (!r.ok || !s || s.status !== 'pending') {
+        save(null, true);
+        if (s && s.status === 'expired') say(staleText('expired') + ' Drop or choose the files again to upload them.', 'bad');
+        return;
+      }
+      const done = (r.data.files || []).filter((f) => f.state !== 'declared' && f.state !== 'failed').length;
+      resume.hidden = false;
+      resume.setAttribute('data-session', s.id);
+      box.querySelector('[data-resume-text]').textContent =
+        'An upload' + (record.folder ? ' into ' + record.folder + '/' : '') + ' was interrupted after ' + done + ' of ' + (record.total || s.files_count) +
+        ' files. Drop or choose the same files again to continue: the ' + done + ' already sent are skipped. Until it is finished or canceled the mailbox accepts no other changes' + untilText(s.uploads_expire_at) + '.';
+    }
+    resume.querySelector('[data-cancel]').addEventListener('click', async () => {
+      const record = load();
+      if (record && record.sessionId) await call('POST', url + '/' + encodeURIComponent(record.sessionId) + '/cancel');
+      save(null, true);
+      resume.hidden = true;
+      say('The interrupted upload was canceled; nothing of it was saved.');
+    });
+
+    function sendFile(sessionId, file, path, bar) {
       return new Promise((resolve) => {
-        const path = (folder ? folder + '/' : '') + rel;
         const xhr = new XMLHttpRequest();
-        xhr.open('POST', url + '?path=' + encodeURIComponent(path));
+        xhr.open('POST', url + '/' + encodeURIComponent(sessionId) + '/files?path=' + encodeURIComponent(path));
         xhr.setRequestHeader('content-type', 'application/octet-stream');
         xhr.setRequestHeader('x-csrf-token', csrf);
         xhr.upload.onprogress = (e) => {
@@ -103,30 +182,23 @@
           try {
             body = JSON.parse(xhr.responseText);
           } catch {}
-          const ok = xhr.status === 200;
-          bar.value = 1;
-          status.textContent = ok ? (body.skipped ? 'already there' : 'done') : body.error || 'failed (' + xhr.status + ')';
-          status.className = ok ? 'tag ok' : 'tag bad';
-          resolve(ok);
+          if (xhr.status === 413) body.error = 'Too large: a file sent from the browser may have at most 100 MB; the API and the CLI take larger ones.';
+          resolve({ ok: xhr.status === 200, status: xhr.status, body });
         };
-        xhr.onerror = () => {
-          status.textContent = 'network error';
-          status.className = 'tag bad';
-          resolve(false);
-        };
+        xhr.onerror = () => resolve({ ok: false, status: 0, body: { error: 'network error' } });
         xhr.send(file);
       });
     }
 
     async function upload(items) {
-      if (!items.length) return;
+      if (!items.length || busy) return;
+      busy = true;
+      box.removeAttribute('data-finished');
+      say('');
       progress.hidden = false;
       list.textContent = '';
-      const total = items.reduce((n, i) => n + i.file.size, 0) || 1;
-      let done = 0;
-      let failed = 0;
-      let finished = 0;
       const rows = items.map((i) => {
+        i.path = (folder ? folder + '/' : '') + i.rel;
         const li = document.createElement('li');
         const name = document.createElement('span');
         name.className = 'main';
@@ -140,38 +212,129 @@
         status.textContent = 'waiting';
         li.append(name, bar, status);
         list.append(li);
-        return { bar, status };
+        return { li, bar, status };
       });
-      // Three at a time: quick for many small files, gentle on the server.
+      const mark = (n, state, text, good) => {
+        rows[n].li.setAttribute('data-state', state);
+        rows[n].status.textContent = text;
+        rows[n].status.className = good === undefined ? 'tag' : good ? 'tag ok' : 'tag bad';
+      };
+      const totalBytes = items.reduce((n, i) => n + i.file.size, 0) || 1;
+      let doneBytes = 0;
+      let finished = 0;
+      let failed = 0;
+      const tick = () => {
+        overall.value = doneBytes / totalBytes;
+        overallText.textContent = finished + ' of ' + items.length + ' files sent' + (failed ? ', ' + failed + ' failed' : '');
+      };
+      const finish = (state, text, kind) => {
+        busy = false;
+        box.setAttribute('data-finished', state);
+        say(text, kind);
+      };
+
+      // Start the session, or get back the one this browser started (same client key).
+      let record = load();
+      const key = record && record.key ? record.key : 'web-' + Date.now().toString(36) + '-' + Math.random().toString(36).slice(2, 12);
+      const started = await call('POST', url, { key, expected_file_count: items.length });
+      if (!started.ok) {
+        const d = started.data;
+        const text =
+          d.code === 'MAILBOX_LOCKED'
+            ? 'Another batch upload holds this mailbox' + untilText(d.details && d.details.locked_until) + ' (from the API, the CLI or another tab). Try again once it is finished.'
+            : d.error || 'The upload could not start (' + started.status + ').';
+        return finish('refused', text, 'bad');
+      }
+      const session = started.data.session;
+      let known = new Map();
+      if (record && record.sessionId && record.sessionId !== session.id) {
+        const old = await call('GET', url + '/' + encodeURIComponent(record.sessionId));
+        say(staleText(old.data.session ? old.data.session.status : 'expired') + ' Starting again: every file is sent.');
+        record = null;
+      }
+      if (!record || record.sessionId !== session.id) record = { key, sessionId: session.id, folder, total: items.length, files: {} };
+      else record.total = Math.max(record.total || 0, items.length);
+      save(record, true);
+      resume.hidden = true;
+      if (started.data.replayed) {
+        const state = await call('GET', url + '/' + encodeURIComponent(session.id));
+        known = new Map((state.data.files || []).map((f) => [f.path, f]));
+      }
+
+      // Files the session already has with the same content are not sent again.
+      const todo = [];
+      for (let n = 0; n < items.length; n++) {
+        const have = known.get(items[n].path);
+        if (have && have.state !== 'declared' && have.state !== 'failed') {
+          const mine = record.files[items[n].path];
+          const same = mine && mine.size === items[n].file.size && mine.modified === items[n].file.lastModified ? mine.sha256 : await sha256(items[n].file);
+          if (same === have.sha256) {
+            mark(n, 'kept', 'already sent', true);
+            rows[n].bar.value = 1;
+            doneBytes += items[n].file.size;
+            finished++;
+            continue;
+          }
+        }
+        todo.push(n);
+      }
+      tick();
+
+      let stale = null;
       let next = 0;
       async function worker() {
-        while (next < items.length) {
-          const n = next++;
-          rows[n].status.textContent = 'uploading';
-          const ok = await send(items[n].file, items[n].path, rows[n].bar, rows[n].status);
-          if (!ok) failed++;
-          done += items[n].file.size;
+        while (next < todo.length && !stale) {
+          const n = todo[next++];
+          const item = items[n];
+          mark(n, 'sending', 'uploading');
+          const r = await sendFile(session.id, item.file, item.path, rows[n].bar);
+          rows[n].bar.value = 1;
+          if (r.ok) {
+            mark(n, r.body.state === 'skipped' ? 'kept' : 'sent', r.body.state === 'skipped' ? 'already there' : 'sent', true);
+            record.files[item.path] = { size: item.file.size, modified: item.file.lastModified, sha256: r.body.sha256 };
+            save(record);
+          } else {
+            failed++;
+            mark(n, 'failed', r.body.error || 'failed (' + r.status + ')', false);
+            if (r.body.code === 'UPLOAD_SESSION_CLOSED' || r.body.code === 'UPLOAD_SESSION_NOT_FOUND') stale = r.body;
+          }
+          doneBytes += item.file.size;
           finished++;
-          overall.value = done / total;
-          overallText.textContent = `${finished} of ${items.length} files sent${failed ? `, ${failed} failed` : ''}`;
+          tick();
         }
       }
       await Promise.all([worker(), worker(), worker()]);
+      save(record, true);
+      if (stale) {
+        save(null, true);
+        return finish('stale', staleText((stale.details && stale.details.status) || 'expired') + ' Drop or choose the files again to upload them in a new batch.', 'bad');
+      }
+      if (failed) return finish('with-errors', failed + ' of ' + items.length + ' files were not sent. Drop or choose them again to retry (the others are kept), or cancel the upload.', 'bad');
+
+      overallText.textContent = 'Saving ' + items.length + ' files as one version…';
+      let fin;
+      do fin = await call('POST', url + '/' + encodeURIComponent(session.id) + '/finalize');
+      while (fin.ok && fin.data.finalize_pending);
+      if (!fin.ok) {
+        if (fin.data.code === 'UPLOAD_SESSION_CLOSED') save(null, true);
+        return finish('with-errors', fin.data.error || 'The upload could not be saved (' + fin.status + ').', 'bad');
+      }
+      save(null, true);
       overall.value = 1;
-      overallText.textContent = `${items.length - failed} of ${items.length} files uploaded${failed ? `, ${failed} failed` : ''}.`;
-      box.setAttribute('data-finished', failed ? 'with-errors' : 'ok');
-      if (!failed) setTimeout(() => location.reload(), 800);
+      overallText.textContent = items.length + ' of ' + items.length + ' files uploaded in one version.';
+      finish('ok', '');
+      setTimeout(() => location.reload(), 800);
     }
 
     box.querySelectorAll('[data-pick]').forEach((input) =>
       input.addEventListener('change', () => {
-        upload(Array.from(input.files).map((f) => ({ file: f, path: f.webkitRelativePath || f.name })));
+        upload(Array.from(input.files).map((f) => ({ file: f, rel: f.webkitRelativePath || f.name })));
       }),
     );
 
     function readEntry(entry, prefix) {
       return new Promise((resolve) => {
-        if (entry.isFile) entry.file((f) => resolve([{ file: f, path: prefix + f.name }]), () => resolve([]));
+        if (entry.isFile) entry.file((f) => resolve([{ file: f, rel: prefix + f.name }]), () => resolve([]));
         else if (entry.isDirectory) {
           const reader = entry.createReader();
           const all = [];
@@ -200,9 +363,13 @@
       const entries = Array.from(e.dataTransfer.items || [])
         .map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null))
         .filter(Boolean);
-      const items = entries.length ? (await Promise.all(entries.map((en) => readEntry(en, '')))).flat() : Array.from(e.dataTransfer.files).map((f) => ({ file: f, path: f.name }));
+      const items = entries.length ? (await Promise.all(entries.map((en) => readEntry(en, '')))).flat() : Array.from(e.dataTransfer.files).map((f) => ({ file: f, rel: f.name }));
+      // The same order on every drop, so a resumed batch walks the files as the first one did.
+      items.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
       upload(items);
     });
+    box.setAttribute('data-ready', '1');
+    checkInterrupted();
   }
   document.addEventListener('DOMContentLoaded', start);
 })();
