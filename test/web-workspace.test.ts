@@ -31,9 +31,15 @@ describeEachDatabase('dashboard workspace permissions', (app) => {
       c.request('POST', `/mailboxes/${box.id}/emails/${id}/delete`, { _csrf: token }),
       c.request('POST', `/mailboxes/${box.id}/archive`, { _csrf: token }),
       c.request('POST', `/mailboxes/${box.id}/settings/general`, { _csrf: token, title: 'Renamed' }),
-      c.request('POST', `/mailboxes/${box.id}/files/upload?path=a.txt`, undefined, { 'content-type': 'application/octet-stream', 'x-csrf-token': token }),
+      c.request('POST', `/mailboxes/${box.id}/files/sessions`, undefined, { 'x-csrf-token': token }),
+      c.request('POST', `/mailboxes/${box.id}/files/sessions/bus_0000000000/files?path=a.txt`, undefined, { 'content-type': 'application/octet-stream', 'x-csrf-token': token }),
     ]);
-    expect(posts.map((r) => r.status)).toEqual([423, 423, 423, 423, 423, 423]);
+    expect(posts.map((r) => r.status)).toEqual([423, 423, 423, 423, 423, 423, 423]);
+    expect(JSON.parse(posts[5]!.text)).toMatchObject({ code: 'ACCOUNT_READ_ONLY' });
+    // Without the page's CSRF token an upload is not even looked at.
+    expect((await c.request('POST', `/mailboxes/${box.id}/files/sessions`)).status).toBe(403);
+    const sessions = await app().started.deps.db.selectFrom('upload_sessions').select('id').where('mailbox_id', '=', box.id).execute();
+    expect(sessions).toEqual([]);
     expect(posts[1]!.text).toContain('read-only');
     const after = await app().request('GET', `/v1/mailboxes/${box.id}`, { key: owner.key });
     expect(after.body.data.mailbox).toMatchObject({ title: expect.not.stringMatching(/Renamed/) });
