@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../context.ts';
 import { updateMailbox } from '../mailboxes/mailboxes.service.ts';
-import { emailSettings } from '../addresses/settings.ts';
+import { emailSettings, presentAssignment } from '../addresses/settings.ts';
+import { latestAssignment } from '../addresses/addresses.repo.ts';
 import { rotateAddress } from '../addresses/rotate.service.ts';
 import { addAlias, deleteAlias } from '../addresses/aliases.service.ts';
 import { updateAllowlist } from '../addresses/allowlist.service.ts';
@@ -35,6 +36,24 @@ interface Extras {
   secret?: string | null;
 }
 
+/**
+ * The latest address change or alias add while it waits for activation, when it failed (with the
+ * reason), and for a while after it took effect. While it is pending, app.js asks
+ * `…/settings/assignment` every two seconds and redraws this card when it settles.
+ */
+function assignmentLine(a: ReturnType<typeof presentAssignment>, now: Date) {
+  if (!a) return html``;
+  const what = a.kind === 'alias' ? `New alias on ${a.hostname}` : `Address change to ${a.hostname}`;
+  const error = a.error as { message?: string; retryable?: boolean } | null;
+  if (a.status === 'pending') return html`<p class="small" role="status"><span class="tag">pending</span> ${what}: waiting for activation; this updates by itself.</p>`;
+  if (a.status === 'failed')
+    return html`<p class="small error" role="status"><span class="tag bad">failed</span> ${what}: ${error?.message ?? 'not activated'}${error?.retryable ? ' Try again later.' : ''}</p>`;
+  if (a.finished_at && now.getTime() - Date.parse(a.finished_at) < RECENT_MS) return html`<p class="small" role="status"><span class="tag ok">active</span> ${what}: done.</p>`;
+  return html``;
+}
+
+const RECENT_MS = 10 * 60_000;
+
 async function renderSettings(req: FastifyRequest, reply: FastifyReply, deps: AppDeps, session: WebSession, opened: OpenedMailbox, extras: Extras = {}, status = 200) {
   const csrf = csrfToken(req, reply, deps);
   const { mailbox: m, perms, access } = opened.loaded;
@@ -60,7 +79,7 @@ async function renderSettings(req: FastifyRequest, reply: FastifyReply, deps: Ap
   }<p class="hint">Id <code>${m.id}</code></p></div>`;
 
   const cust = settings.customization;
-  const address = html`<div class="card"><h2>Address</h2><p>${addressChip(m.address)}</p>
+  const address = html`<div class="card" id="address-card" data-assignment-state="${settings.assignment?.status ?? 'none'}" data-assignment-poll="${base}/settings/assignment"><h2>Address</h2><p>${addressChip(m.address)}</p>
 ${
   cust.allowed
     ? html`<details><summary>Change the address…</summary><form method="post" action="${base}/settings/rotate">${csrfInput(csrf)}
@@ -73,7 +92,7 @@ ${
 <p class="hint">${settings.rotations.remaining === null ? 'No monthly limit.' : `${settings.rotations.remaining} of ${settings.rotations.monthly_limit} changes left this month.`}</p></form></details>`
     : html`<p class="hint">The address cannot be changed here: ${BLOCKED[cust.blocked_reason ?? ''] ?? cust.blocked_reason}.</p>`
 }
-${settings.assignment && settings.assignment.status !== 'active' ? html`<p class="small" role="status">Address change: <span class="tag">${settings.assignment.status}</span> (${settings.assignment.hostname})</p>` : ''}
+${assignmentLine(settings.assignment, deps.now())}
 <h3>Aliases</h3>
 ${
   settings.aliases.length
@@ -143,6 +162,16 @@ export function registerSettingsPages(web: FastifyInstance, deps: AppDeps): void
     const opened = await openMailbox(deps, req, session, req.params.id);
     if (!opened) return notFound(reply, 'Mailbox', undefined, session);
     return renderSettings(req, reply, deps, session, opened);
+  });
+
+  // The latest assignment's state, polled by the page while one is pending.
+  web.get('/mailboxes/:id/settings/assignment', ROUTE, async (req: FastifyRequest<{ Params: { id: string } }>, reply) => {
+    const session = req.webSession;
+    if (!session) return reply.code(401).send({ error: 'Sign in again.' });
+    const opened = await openMailbox(deps, req, session, req.params.id);
+    if (!opened) return reply.code(404).send({ error: 'Mailbox not found.' });
+    const a = presentAssignment(await latestAssignment(deps.db, opened.loaded.mailbox.id));
+    return reply.header('cache-control', 'no-store').send({ id: a?.id ?? null, kind: a?.kind ?? null, status: a?.status ?? 'none' });
   });
 
   // Each action renders the page again (no redirect) so that a secret can be shown exactly once.

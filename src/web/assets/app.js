@@ -502,3 +502,39 @@ document.addEventListener('DOMContentLoaded', () => {
     }, 250);
   });
 });
+
+// An address change or alias add waiting for activation: the page asks for its state every two
+// seconds and, once it settles (active or failed), redraws the address card from a fresh render
+// of the settings page, so a new alias shows in the list without a reload.
+document.addEventListener('DOMContentLoaded', () => {
+  const card = document.getElementById('address-card');
+  if (!card || card.getAttribute('data-assignment-state') !== 'pending') return;
+  const poll = card.getAttribute('data-assignment-poll');
+  const page = poll.replace(/\/assignment$/, '');
+  let tries = 0;
+  async function check() {
+    tries++;
+    let state = 'pending';
+    try {
+      const res = await fetch(poll, { credentials: 'same-origin', cache: 'no-store' });
+      if (res.ok) state = (await res.json()).status;
+    } catch {}
+    if (state === 'pending') {
+      // Every two seconds for ten minutes, then every half minute.
+      setTimeout(check, tries < 300 ? 2000 : 30000);
+      return;
+    }
+    const res = await fetch(page, { credentials: 'same-origin', cache: 'no-store' });
+    const fresh = res.ok ? new DOMParser().parseFromString(await res.text(), 'text/html').getElementById('address-card') : null;
+    const current = document.getElementById('address-card');
+    if (fresh && current) {
+      current.replaceWith(document.importNode(fresh, true));
+      // The new card's copy buttons.
+      document.querySelectorAll('#address-card [data-copy]').forEach((b) => {
+        b.hidden = false;
+        b.addEventListener('click', () => navigator.clipboard.writeText(b.getAttribute('data-copy')).catch(() => {}));
+      });
+    } else location.reload();
+  }
+  setTimeout(check, 2000);
+});
