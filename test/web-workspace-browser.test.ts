@@ -172,6 +172,21 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
           return page.locator('ul.rows > li', { hasText: 'Re: Quarterly report' }).count();
         }, { timeout: 15_000 }).toBe(1);
         await look(page, 'team-mailbox');
+
+        // Forward carries the original's attachment (ticked by default) to the other mailbox.
+        await page.goto(`${base}${support.path}`);
+        await Promise.all([page.waitForURL(/\/emails\/eml_/), page.locator('ul.rows > li', { hasText: 'Quarterly report', hasNotText: 'Re: Quarterly' }).getByRole('link').click()]);
+        await Promise.all([page.waitForURL(/compose\?forward=/), page.getByRole('link', { name: 'Forward', exact: true }).click()]);
+        await expect(page.getByRole('checkbox', { name: /chart\.png/ }).isChecked()).resolves.toBe(true);
+        await page.getByRole('textbox', { name: /^To/ }).fill(team.address);
+        await look(page, 'compose-forward');
+        await Promise.all([page.waitForURL(/done=sent$/), page.getByRole('button', { name: 'Send' }).click()]);
+        await expect.poll(async () => {
+          await page.goto(`${base}${team.path}`);
+          return page.locator('ul.rows > li', { hasText: 'Fwd: Quarterly report' }).count();
+        }, { timeout: 15_000 }).toBe(1);
+        await Promise.all([page.waitForURL(/\/emails\/eml_/), page.locator('ul.rows > li', { hasText: 'Fwd: Quarterly report' }).getByRole('link').click()]);
+        await expect(page.getByRole('img', { name: 'chart.png' }).evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).resolves.toBe(1);
         await page.goto(`${base}/`);
         await look(page, 'home-busy');
         // The other sections of the navigation bar keep the layout, also at 390 px.
