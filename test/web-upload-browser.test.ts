@@ -154,6 +154,7 @@ describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
         });
         await dragFolder(page, folder);
         await page.waitForFunction(() => document.querySelectorAll('[data-files] li[data-state=sent]').length === 20);
+        await shoot(page, `files-upload-midway-${app().kind}`);
         const [session] = await sessionsOf(app(), box.id);
         expect(session).toMatchObject({ status: 'pending' });
         expect(await bytesReceived(app(), session!.id)).toBe(20);

@@ -76,7 +76,7 @@ async function renderFolder(req: FastifyRequest, reply: FastifyReply, deps: AppD
 <div class="actions"><label class="button secondary" for="pick-files">Choose files</label><input class="sr-only" id="pick-files" type="file" multiple data-pick>
 <label class="button secondary" for="pick-folder">Choose a folder</label><input class="sr-only" id="pick-folder" type="file" webkitdirectory multiple data-pick></div></div>
 <p class="small" data-upload-message role="status" hidden></p>
-<div data-progress hidden><p class="small" data-overall-text></p><progress data-overall max="1" value="0" aria-label="Overall upload progress"></progress><ul class="rows small" data-files></ul></div>
+<div data-progress hidden><p class="small" data-overall-text></p><progress data-overall max="1" value="0" aria-label="Overall upload progress"></progress><ul class="rows small upload-list" data-files tabindex="0" aria-label="Files of this upload"></ul></div>
 <p class="hint">One upload (a pick or a drop) is saved as one version of the mailbox. If the page is closed or reloaded midway, drop or choose the same files again: those already sent are skipped.</p>
 <noscript><p class="hint">Uploading from the browser needs JavaScript; the API and the CLI upload too.</p></noscript>
 <form method="get" action="${base}/files" class="toolbar"><label for="new-folder">New folder</label><input type="hidden" name="new" value="1"><input class="grow" id="new-folder" name="path" type="text" value="${folder ? `${folder}/` : ''}" required><button class="secondary" type="submit">Open</button></form>

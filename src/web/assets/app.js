@@ -328,9 +328,17 @@
 
     box.querySelectorAll('[data-pick]').forEach((input) =>
       input.addEventListener('change', () => {
-        upload(Array.from(input.files).map((f) => ({ file: f, rel: f.webkitRelativePath || f.name })));
+        const items = Array.from(input.files).map((f) => ({ file: f, rel: f.webkitRelativePath || f.name }));
+        items.sort(byPath);
+        upload(items);
+        input.value = '';
       }),
     );
+
+    // The same order on every pick and drop, so a resumed batch walks the files as the first did.
+    function byPath(a, b) {
+      return a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0;
+    }
 
     function readEntry(entry, prefix) {
       return new Promise((resolve) => {
@@ -364,8 +372,7 @@
         .map((i) => (i.webkitGetAsEntry ? i.webkitGetAsEntry() : null))
         .filter(Boolean);
       const items = entries.length ? (await Promise.all(entries.map((en) => readEntry(en, '')))).flat() : Array.from(e.dataTransfer.files).map((f) => ({ file: f, rel: f.name }));
-      // The same order on every drop, so a resumed batch walks the files as the first one did.
-      items.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+      items.sort(byPath);
       upload(items);
     });
     box.setAttribute('data-ready', '1');
