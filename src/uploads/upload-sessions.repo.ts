@@ -136,9 +136,12 @@ export async function touchSessions(db: Kysely<DB>, sessionIds: string[], now: D
   const at = now.toISOString();
   const rows = await db.selectFrom('upload_sessions').select(['id', 'mailbox_id', 'uploads_expire_at']).where('id', 'in', sessionIds).where('status', '=', 'pending').execute();
   for (const r of rows) {
-    await db.updateTable('upload_sessions').set({ updated_at: at }).where('id', '=', r.id).execute();
+    // The mailbox row first, then the session: the order every session write takes its locks in
+    // (lockMailboxRow, then recheckPending), so bytes arriving (record-uploads' group commit)
+    // while the same session declares more files cannot deadlock on Postgres.
     const until = new Date(sessionDeadline({ uploads_expire_at: r.uploads_expire_at, updated_at: at }, idleSeconds)).toISOString();
     await db.updateTable('mailboxes').set({ locked_until: until }).where('id', '=', r.mailbox_id).where('lock_kind', '=', LOCK_KIND).where('lock_progress', 'like', `{"session_id":"${r.id}"%`).execute();
+    await db.updateTable('upload_sessions').set({ updated_at: at }).where('id', '=', r.id).execute();
   }
 }
 

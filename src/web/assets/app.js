@@ -287,7 +287,9 @@
           const n = todo[next++];
           const item = items[n];
           mark(n, 'sending', 'uploading');
-          const r = await sendFile(session.id, item.file, item.path, rows[n].bar);
+          // A network error or a server error is tried twice more before the file counts as failed.
+          let r = await sendFile(session.id, item.file, item.path, rows[n].bar);
+          for (let retry = 0; retry < 2 && !r.ok && (r.status === 0 || r.status >= 500); retry++) r = await sendFile(session.id, item.file, item.path, rows[n].bar);
           rows[n].bar.value = 1;
           if (r.ok) {
             mark(n, r.body.state === 'skipped' ? 'kept' : 'sent', r.body.state === 'skipped' ? 'already there' : 'sent', true);
