@@ -87,11 +87,11 @@ async function renderFolder(req: FastifyRequest, reply: FastifyReply, deps: AppD
 ${notice(req.query)}
 ${breadcrumbs(base, folder)}
 ${emailArea ? html`<div class="alert info small" role="note">Files under <code>_email/</code> are the stored mail: read-only here. Delete an email to remove them.</div>` : ''}
-<div class="card flush">
+<div id="listing"><div class="card flush">
 <div class="toolbar small"><span class="muted">Sort:</span> ${sortLink('name', 'Name')} ${sortLink('size', 'Size')} ${sortLink('date', 'Date')}</div>
 ${rows.length ? html`<ul class="rows" data-keys>${rows}</ul>` : html`<div class="empty">${folder ? 'This folder is empty.' : 'No files yet.'}</div>`}
 </div>
-${pager}
+${pager}</div>
 ${upload}`;
   return sendPage(reply, 200, layout({ title: `Files · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes' }));
 }

@@ -191,7 +191,8 @@
     }
 
     async function upload(items) {
-      if (!items.length || busy) return;
+      if (busy) return say('An upload is running on this page; drop or choose more files once it is finished.');
+      if (!items.length) return;
       busy = true;
       box.removeAttribute('data-finished');
       say('');
@@ -324,8 +325,14 @@
       save(null, true);
       overall.value = 1;
       overallText.textContent = items.length + ' of ' + items.length + ' files uploaded in one version.';
+      // The folder's listing is drawn again from a fresh render; the progress stays in view.
+      try {
+        const res = await fetch(location.href, { credentials: 'same-origin', cache: 'no-store' });
+        const fresh = res.ok ? new DOMParser().parseFromString(await res.text(), 'text/html').getElementById('listing') : null;
+        const listing = document.getElementById('listing');
+        if (fresh && listing) listing.replaceWith(document.importNode(fresh, true));
+      } catch {}
       finish('ok', '');
-      setTimeout(() => location.reload(), 800);
     }
 
     box.querySelectorAll('[data-pick]').forEach((input) =>
