@@ -7,7 +7,7 @@ import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
 import { assertAllowance, stillRouted } from './recipients.ts';
 import { spamSignals } from './spam-signals.ts';
-import { storeDeliveries, type InboundDelivery } from './store.ts';
+import { commitDeliveries, type InboundDelivery } from './store.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -48,7 +48,7 @@ export class InboundPipeline {
     private readonly deps: AppDeps,
     private readonly opts: ReceiveOptions,
   ) {
-    this.commits = new GroupCommit((batch) => storeDeliveries(deps, batch));
+    this.commits = new GroupCommit((batch) => commitDeliveries(deps, batch));
     this.budget = dataBudgetOf(deps);
   }
 
