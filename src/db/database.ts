@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DB } from './schema.ts';
 import { withStatementCache } from './sqlite-statements.ts';
+import { createRequire } from 'node:module';
+import { startCheckpointer } from './checkpointer.ts';
 import { postgresCommits, sqliteCommits, type DurableCommits, type DurableOptions } from './durable-commit.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
@@ -117,9 +119,26 @@ function openSqlite(file: string, durable: DurableOptions): Database {
   database.pragma('synchronous = FULL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
+  // Checkpoints run on a thread of their own (src/db/checkpointer.ts), not inside our commits.
+  const checkpointer = file === ':memory:' ? null : startCheckpointer(path.resolve(file), {
+    driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+    onLost: () => {
+      if (database.open) database.pragma('wal_autocheckpoint = 1000');
+    },
+  });
+  if (checkpointer) database.pragma('wal_autocheckpoint = 0');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   const commits = sqliteCommits(db, file, durable);
-  return { db, dialect: 'sqlite', commits, close: async () => (await commits.close(), await db.destroy()) };
+  return {
+    db,
+    dialect: 'sqlite',
+    commits,
+    close: async () => {
+      await commits.close();
+      await checkpointer?.close();
+      await db.destroy();
+    },
+  };
 }
 
 /**
