@@ -4,7 +4,7 @@
 // the same run with the same load (EXTRA_SMTP). Cubby runs from a fresh `chattr +T` run dir with
 // CUBBY_MAIL_DOMAIN=bench.test (Haraka accepts only that domain, and the script sends every server
 // the same RCPT), receiving everything in one mailbox.
-// While the script runs, Cubby's /metrics and /proc are sampled every 250 ms, which splits Cubby's
+// While the script runs, Cubby's /metrics and /proc are sampled every 500 ms, which splits Cubby's
 // part into warm-up, 5 KiB and 100 KiB by its accepted-message count: CPU per message (all threads
 // and the event loop's thread), and the end-of-DATA → 250 latency percentiles from the
 // cubby_smtp_data_end_to_reply_seconds histogram.
@@ -126,7 +126,7 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
     const sampler = (async () => {
       while (sampling) {
         samples.push(await scrape(base, pid));
-        await new Promise((r) => setTimeout(r, 250));
+        await new Promise((r) => setTimeout(r, 500));
       }
       samples.push(await scrape(base, pid));
     })();
