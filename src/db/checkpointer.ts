@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
  * and syncs both files, and with better-sqlite3 all of that ran on the event loop, stalling every
  * SMTP session and HTTP request for the length of two fsyncs and a few MB of writes. Here the
  * connection the app uses has `wal_autocheckpoint = 0`, and this thread's own connection runs a
- * PASSIVE checkpoint every 200 ms when the WAL was written since its last one (it never blocks the
+ * PASSIVE checkpoint every second when the WAL was written since its last one (it never blocks the
  * writer or readers; what it could not copy is copied by a later one). The checkpoint
  * connection keeps `synchronous = FULL`: the WAL is synced before its pages are copied and the
  * database after, as the automatic checkpoint did.
@@ -40,7 +40,7 @@ parentPort.on('message', () => { clearInterval(timer); db.close(); parentPort.cl
 export function startCheckpointer(file: string, opts: { driver: string; intervalMs?: number; onError?: (message: string) => void; onLost: () => void }): Checkpointer {
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { file, driver: opts.driver, intervalMs: opts.intervalMs ?? 200 },
+    workerData: { file, driver: opts.driver, intervalMs: opts.intervalMs ?? 1000 },
   });
   worker.unref();
   worker.on('message', (m: { error?: string }) => m.error && opts.onError?.(m.error));
