@@ -141,7 +141,8 @@ export async function runLoad(opts: { host: string; port: number; connections: n
       refuse(data.code, data.text);
       return reset(conn);
     }
-    await conn.write(msg.data);
+    // Body and final dot in one write (one segment train, no wait for the body's write callback).
+    conn.socket.write(msg.data);
     const t0 = performance.now();
     conn.socket.write('.\r\n');
     const end = await conn.reply();

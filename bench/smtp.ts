@@ -1,4 +1,5 @@
-// `npm run bench:smtp`: inbound SMTP ingest of the real server (`node bin/cubby.js serve`, SQLite,
+// `npm run bench:smtp` (when the shared peer harness is not found, or with OWN_CLIENT=1; otherwise
+// bench/smtp-harness.ts runs): inbound SMTP ingest of the real server (`node bin/cubby.js serve`, SQLite,
 // fs store) in a fresh `chattr +T` run dir under bench/.tmp (see /work/shared/bench/README.md).
 // CONNECTIONS concurrent loopback SMTP connections send a mix of 5 KiB text messages and ~100 KiB
 // messages with a base64 attachment (ATTACHMENT_RATIO of them) to 100 mailboxes, many messages per
@@ -11,7 +12,7 @@
 // smtp-sink. They receive at `box-NNN@PEER_DOMAIN` (default bench.test, Haraka's host_list in the
 // shared peer script).
 // Env: CONNECTIONS (16), MESSAGES (5000), ATTACHMENT_RATIO (0.2), WARMUP (200), MAILBOXES (100),
-// PIPELINING (1; 0 sends MAIL, RCPT and DATA one at a time), PLAN (pilot), SKIP_CUBBY=1 (peers
+// PIPELINING (0; 1 sends MAIL, RCPT and DATA in one write), PLAN (pilot), SKIP_CUBBY=1 (peers
 // only), HOLD=1 (boot Cubby, make the mailboxes, print how to point smtp-peers.sh at it, wait for
 // Ctrl-C), KEEP_RUN_DIR=1, BENCH_SCRATCH, SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -23,13 +24,17 @@ import { adminUserAndKey, procMemory, serveEnv, startServe, type ServeProcess } 
 import { client, clientCpu, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round } from './lib.ts';
 import { percentile, runLoad, type LoadResult } from './smtp-client.ts';
 import { makeMessages } from './smtp-messages.ts';
+import { findPeerHarness, runWithPeerHarness } from './smtp-harness.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const MESSAGES = Number(process.env.MESSAGES ?? 5000);
 const ATTACHMENT_RATIO = Number(process.env.ATTACHMENT_RATIO ?? 0.2);
 const WARMUP = Number(process.env.WARMUP ?? 200);
 const MAILBOXES = Number(process.env.MAILBOXES ?? 100);
-const PIPELINING = process.env.PIPELINING !== '0';
+// Off by default: a server that writes each pipelined reply without TCP_NODELAY (Haraka) holds the
+// second reply back until this side ACKs the first, and Linux delays that ACK by up to 40 ms, so a
+// pipelined client measured ~44 ms per message against a server that answered in 0.8 ms.
+const PIPELINING = process.env.PIPELINING === '1';
 // A paid plan with room for the run: 250 mailboxes, 100,000 received messages a month.
 const PLAN = process.env.PLAN ?? 'pilot';
 const PEER_DOMAIN = process.env.PEER_DOMAIN ?? 'bench.test';
@@ -238,4 +243,6 @@ async function main() {
   }
 }
 
-await main();
+const harness = findPeerHarness();
+if (harness && !process.env.OWN_CLIENT && !process.env.PEER_SMTP && !process.argv[2] && !process.env.HOLD && !process.env.SKIP_CUBBY) await runWithPeerHarness(harness);
+else await main();

@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 // Runs the TypeScript sources directly through tsx's loader: no build step.
-import { register } from 'tsx/esm/api';
+// `serve` waits on many fsyncs at once (each received message and upload syncs its blobs and
+// their directories on libuv's pool); the default pool of 4 threads queues them behind each other
+// while the disk could take more. Read once, when the pool starts: set before any file I/O, and
+// left alone when the operator set it.
+if (process.argv[2] === 'serve' && !process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
+const { register } = await import('tsx/esm/api');
 
 register();
 // The user commands (over the SDK) start without loading the server's modules; serve, admin,

@@ -56,6 +56,8 @@ export interface AppOptions {
   logDestination?: DestinationStream;
   /** Tests: check every API reply against the OpenAPI document (src/http/contract-check.ts). */
   checkResponses?: (violation: string) => void;
+  /** Tests: awaited before each inbound commit is made durable, to stand for a slow fsync. */
+  beforeDurable?: () => Promise<void>;
 }
 
 /** Builds the service from a config; nothing listens until start(). */
@@ -75,7 +77,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       logger = createLogger({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
       const metrics = new Metrics();
       const secret = resolveSecretKey(config);
-      database = await openDatabase(config.databaseUrl, config.databaseSchema);
+      database = await openDatabase(config.databaseUrl, config.databaseSchema, { beforeDurable: options.beforeDurable });
       await migrate(database);
       metrics.sources.db = database.db;
       metrics.sources.pool = database.poolStats;
@@ -93,6 +95,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       const deps: AppDeps = {
         db: database.db,
         dialect: database.dialect,
+        commits: database.commits,
         config,
         secret,
         now,

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { DB } from './db/schema.ts';
 import type { Dialect } from './db/database.ts';
+import type { DurableCommits } from './db/durable-commit.ts';
 import type { AgentInfo, Credential } from './auth/credential.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
 import type { Jobs } from './jobs/jobs.ts';
@@ -12,6 +13,8 @@ import type { Metrics } from './ops/metrics.ts';
 export interface AppDeps {
   db: Kysely<DB>;
   dialect: Dialect;
+  /** Transactions acknowledged only once durable, without waiting for the disk on the event loop (inbound mail). */
+  commits: DurableCommits;
   config: Config;
   /** Secret for signing cursors, links and cookies (derived from CUBBY_SECRET_KEY). */
   secret: string;

@@ -5,6 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DB } from './schema.ts';
 import { withStatementCache } from './sqlite-statements.ts';
+import { createRequire } from 'node:module';
+import { startCheckpointer } from './checkpointer.ts';
+import { postgresCommits, sqliteCommits, type DurableCommits, type DurableOptions } from './durable-commit.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
 import * as m0003 from './migrations/0003_files.ts';
@@ -28,6 +31,8 @@ export interface Database {
   readonly schema?: string;
   /** Postgres pool connections (metrics); absent on SQLite, which has one connection. */
   poolStats?(): { total: number; idle: number; waiting: number };
+  /** Transactions whose commit and durability are awaited apart (src/db/durable-commit.ts). */
+  readonly commits: DurableCommits;
   close(): Promise<void>;
 }
 
@@ -52,9 +57,9 @@ const MIGRATIONS: Record<string, Migration> = {
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export async function openDatabase(url: string, schema?: string): Promise<Database> {
-  if (isPostgresUrl(url)) return openPostgres(url, schema);
-  return openSqlite(sqlitePath(url));
+export async function openDatabase(url: string, schema?: string, durable: DurableOptions = {}): Promise<Database> {
+  if (isPostgresUrl(url)) return openPostgres(url, schema, durable);
+  return openSqlite(sqlitePath(url), durable);
 }
 
 export function isPostgresUrl(url: string): boolean {
@@ -106,7 +111,7 @@ export async function inspectDatabase(url: string, schema?: string): Promise<Dat
   }
 }
 
-function openSqlite(file: string): Database {
+function openSqlite(file: string, durable: DurableOptions): Database {
   if (file !== ':memory:') makePrivate(file);
   const database = new BetterSqlite3(file);
   database.pragma('journal_mode = WAL');
@@ -114,8 +119,26 @@ function openSqlite(file: string): Database {
   database.pragma('synchronous = FULL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
+  // Checkpoints run on a thread of their own (src/db/checkpointer.ts), not inside our commits.
+  const checkpointer = file === ':memory:' ? null : startCheckpointer(path.resolve(file), {
+    driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+    onLost: () => {
+      if (database.open) database.pragma('wal_autocheckpoint = 1000');
+    },
+  });
+  if (checkpointer) database.pragma('wal_autocheckpoint = 0');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  const commits = sqliteCommits(db, file, durable);
+  return {
+    db,
+    dialect: 'sqlite',
+    commits,
+    close: async () => {
+      await commits.close();
+      await checkpointer?.close();
+      await db.destroy();
+    },
+  };
 }
 
 /**
@@ -135,7 +158,7 @@ function makePrivate(file: string): void {
   }
 }
 
-async function openPostgres(url: string, schema?: string): Promise<Database> {
+async function openPostgres(url: string, schema: string | undefined, durable: DurableOptions): Promise<Database> {
   if (schema) {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -156,6 +179,7 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
     dialect: 'postgres',
     schema: schema ?? 'public',
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    commits: postgresCommits(db, durable),
     close: () => db.destroy(),
   };
 }

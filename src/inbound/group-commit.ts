@@ -2,14 +2,16 @@
  * Group commit: submissions that arrive while a commit runs are written together by the next one,
  * so a burst of messages shares one transaction (and one WAL fsync on SQLite) instead of queueing
  * for one each. When a grouped commit fails, each submission is retried alone, so one bad message
- * never fails the others.
+ * never fails the others. A commit may return `durable` (src/db/durable-commit.ts): its submitters
+ * are answered when that resolves, and the next group is committed meanwhile, so waiting for the
+ * disk neither blocks the event loop nor stops the next group.
  */
 export class GroupCommit<T> {
   private waiting: { items: T[]; settle: (err?: unknown) => void }[] = [];
   private running = false;
 
   constructor(
-    private readonly commit: (items: T[]) => Promise<void>,
+    private readonly commit: (items: T[]) => Promise<void | { durable: Promise<void> }>,
     /** Items per transaction at most: bounds lock time and memory. */
     private readonly maxItems = 200,
   ) {}
@@ -35,8 +37,8 @@ export class GroupCommit<T> {
           group.push(w);
         }
         try {
-          await this.commit(group.flatMap((w) => w.items));
-          for (const w of group) w.settle();
+          const committed = await this.commit(group.flatMap((w) => w.items));
+          settleWhenDurable(committed, group);
         } catch (err) {
           if (group.length === 1) {
             group[0]!.settle(err);
@@ -44,8 +46,7 @@ export class GroupCommit<T> {
           }
           for (const w of group) {
             try {
-              await this.commit(w.items);
-              w.settle();
+              settleWhenDurable(await this.commit(w.items), [w]);
             } catch (e) {
               w.settle(e);
             }
@@ -56,4 +57,16 @@ export class GroupCommit<T> {
       this.running = false;
     }
   }
+}
+
+function settleWhenDurable(committed: void | { durable: Promise<void> }, group: { settle: (err?: unknown) => void }[]): void {
+  if (!committed) {
+    for (const w of group) w.settle();
+    return;
+  }
+  committed.durable.then(
+    () => group.forEach((w) => w.settle()),
+    // Committed but not known to be on disk: the sender is told to try again (a retry may duplicate, never lose).
+    (err: unknown) => group.forEach((w) => w.settle(err ?? new Error('commit not durable'))),
+  );
 }

@@ -7,7 +7,7 @@ import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
 import { assertAllowance, stillRouted } from './recipients.ts';
 import { spamSignals } from './spam-signals.ts';
-import { storeDeliveries, type InboundDelivery } from './store.ts';
+import { commitDeliveries, type InboundDelivery } from './store.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -48,7 +48,7 @@ export class InboundPipeline {
     private readonly deps: AppDeps,
     private readonly opts: ReceiveOptions,
   ) {
-    this.commits = new GroupCommit((batch) => storeDeliveries(deps, batch));
+    this.commits = new GroupCommit((batch) => commitDeliveries(deps, batch));
     this.budget = dataBudgetOf(deps);
   }
 
@@ -65,42 +65,50 @@ export class InboundPipeline {
   private async receiveWithin(msg: IncomingMessage, reservation: DataReservation, report: ReceiveReport): Promise<string[]> {
     const { deps } = this;
     const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
-    let raw;
     // Keep the bytes while they stream to the store: parsing and authentication need them, and
     // reading them back would cost another open and read per message.
     const chunks: Buffer[] = [];
+    let size = 0;
     const tee = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         if (!reservation.take(chunk.length)) return cb(new DataBudgetExceeded());
         chunks.push(chunk);
+        size += chunk.length;
         cb(null, chunk);
       },
     });
     msg.body.on('error', (err) => tee.destroy(err));
-    try {
-      raw = await deps.blobs.put(msg.body.pipe(tee), { maxBytes });
-    } catch (err) {
+    const failed = (err: unknown): never => {
       // The store stopped reading: detach so that the caller can drain the rest of DATA.
       msg.body.unpipe(tee);
       chunks.length = 0;
       if (err instanceof BlobMismatchError && err.tooLarge) throw new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`);
       if (err instanceof DataBudgetExceeded) throw err;
       throw storageFault(err);
-    }
-    report.size = raw.byteSize;
+    };
+    // The raw blob's fsyncs run on libuv's pool while this thread parses and authenticates the
+    // bytes: work starts once the last byte is in, and the blob is awaited before the commit.
+    const putting = deps.blobs.put(msg.body.pipe(tee), { maxBytes });
+    putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    const allIn = new Promise<void>((resolve) => tee.once('finish', resolve));
+    await Promise.race([allIn, putting]).catch(failed);
+    report.size = size;
     const receivedAt = deps.now();
     // Recipients over the monthly byte allowance now that the size is known; if all are, refuse.
     const accepted: Recipient[] = [];
     let lastRefusal: unknown = null;
     for (const r of dedupeByMailbox(await stillRouted(deps, msg.recipients))) {
       try {
-        await assertAllowance(deps, r.groupId, r.limits, raw.byteSize, r.address);
+        await assertAllowance(deps, r.groupId, r.limits, size, r.address);
         accepted.push(r);
       } catch (err) {
         lastRefusal = err;
       }
     }
-    if (!accepted.length) throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
+    if (!accepted.length) {
+      await putting.catch(failed);
+      throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
+    }
 
     try {
       const bytes = Buffer.concat(chunks);
@@ -114,6 +122,7 @@ export class InboundPipeline {
       const jsonOf = (r: Recipient) => Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2));
       // Every blob of the message is written (and fsynced) in parallel.
       const [jsons] = await Promise.all([Promise.all(accepted.map((r) => deps.blobs.putBuffer(jsonOf(r)))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
+      const raw = await putting.catch(failed);
       const deliveries: InboundDelivery[] = [];
       for (const [i, r] of accepted.entries()) {
         deliveries.push({

@@ -162,6 +162,9 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
       transactions.delete(session);
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address || null : null;
       const dataAt = Date.now();
+      // The final dot: from here the sender waits for our reply.
+      let dataEndAt = 0;
+      stream.once('end', () => (dataEndAt = performance.now()));
       const facts: ReceiveReport = {};
       busy.add(session.id);
       const finish = async (err: unknown, ids?: string[]) => {
@@ -169,6 +172,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         const reply = err ? toSmtpError(err, opts) : null;
         busy.delete(session.id);
         deps.metrics.smtpIngest.observe({ outcome: reply ? 'refused' : 'accepted' }, (Date.now() - dataAt) / 1000);
+        if (!reply && dataEndAt) deps.metrics.smtpDataEndToReply.observe((performance.now() - dataEndAt) / 1000);
         report(session, tx, { code: reply?.responseCode ?? 250, size: facts.size, ids, auth: facts.auth });
         if (reply) cb(reply);
         else cb(null, `2.0.0 Ok: stored ${ids!.join(' ')}`);

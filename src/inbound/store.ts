@@ -70,7 +70,16 @@ interface MailboxState {
  * statements more than one message.
  */
 export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery[]): Promise<void> {
-  await deps.db.transaction().execute(async (trx) => {
+  await (await commitDeliveries(deps, deliveries)).durable;
+}
+
+/**
+ * The same, resolving once the transaction is committed, with `durable` resolving once it is on
+ * disk (src/db/durable-commit.ts): the group commit answers 250 on `durable`, and meanwhile starts
+ * the next group instead of waiting for the disk.
+ */
+export async function commitDeliveries(deps: AppDeps, deliveries: InboundDelivery[]): Promise<{ durable: Promise<void> }> {
+  const { durable } = await deps.commits.commit(async (trx) => {
     const at = iso(deps.now());
     await insertBlobs(trx, deliveries, at);
     const mailboxes = await lockMailboxes(deps, trx, [...new Set(deliveries.map((d) => d.mailboxId))]);
@@ -120,6 +129,7 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
     await assertWithinAllowance(trx, groupLimits, deliveries[0]!.receivedAt);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
+  return { durable };
 }
 
 /**

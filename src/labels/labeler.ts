@@ -174,9 +174,14 @@ export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailI
   }
   const now = iso(deps.now());
   if (labels.length) {
+    // One update per category (a handful), not one per email.
+    const byCategory = new Map<(typeof labels)[number]['category'], string[]>();
+    for (const l of labels) byCategory.set(l.category, [...(byCategory.get(l.category) ?? []), l.id]);
     await deps.db.transaction().execute(async (trx) => {
-      for (const l of labels) {
-        await trx.updateTable('emails').set({ label: l.category, labeling: 'done', labeled_at: now }).where('id', '=', l.id).where('labeling', '=', 'pending').execute();
+      for (const [category, ids] of byCategory) {
+        for (let i = 0; i < ids.length; i += 500) {
+          await trx.updateTable('emails').set({ label: category, labeling: 'done', labeled_at: now }).where('id', 'in', ids.slice(i, i + 500)).where('labeling', '=', 'pending').execute();
+        }
       }
     });
   }

@@ -21,6 +21,7 @@ export interface MetricSources {
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const DATA_END_SECONDS = [0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -32,6 +33,8 @@ export class Metrics {
   readonly smtpSessions = new Counter({ name: 'cubby_smtp_sessions_total', help: 'SMTP connections opened', registers: [this.registry] });
   readonly smtpMessages = new Counter({ name: 'cubby_smtp_messages_total', help: 'SMTP transactions by outcome (accepted or refused) and final reply code', labelNames: ['outcome', 'code'] as const, registers: [this.registry] });
   readonly smtpIngest = new Histogram({ name: 'cubby_smtp_ingest_duration_seconds', help: 'Time from DATA to the final reply (storing, parsing, authentication), by outcome', labelNames: ['outcome'] as const, buckets: SECONDS, registers: [this.registry] });
+  // Finer buckets than SECONDS: the end of DATA to 250 is the wait a sender sees, a few ms to tens of ms.
+  readonly smtpDataEndToReply = new Histogram({ name: 'cubby_smtp_data_end_to_reply_seconds', help: 'Time from the end of DATA (the final dot) to the 250 of an accepted message: parse, authenticate, fsync, commit', buckets: DATA_END_SECONDS, registers: [this.registry] });
 
   readonly jobRuns = new Counter({ name: 'cubby_job_runs_total', help: 'Job runs by task and outcome (done, retry, failed, released)', labelNames: ['task', 'outcome'] as const, registers: [this.registry] });
   readonly jobDuration = new Histogram({ name: 'cubby_job_duration_seconds', help: 'Job run time by task', labelNames: ['task'] as const, buckets: SECONDS, registers: [this.registry] });

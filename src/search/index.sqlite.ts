@@ -34,15 +34,22 @@ const cut = (s: string) => (s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_
 
 export class SqliteSearchIndex implements SearchIndex {
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
-    for (const d of docs) {
-      const old = await sql<{ doc_id: number }>`select doc_id from email_search_docs where email_id = ${d.emailId}`.execute(db);
-      if (old.rows[0]) {
-        await sql`delete from email_fts where rowid = ${old.rows[0].doc_id}`.execute(db);
-        await sql`delete from email_search_docs where doc_id = ${old.rows[0].doc_id}`.execute(db);
+    // A few statements per batch, not three per email: a group commit of received mail indexes
+    // dozens of emails at once. An email listed twice is indexed as its last entry.
+    const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
+    for (let i = 0; i < latest.length; i += 100) {
+      const chunk = latest.slice(i, i + 100);
+      const old = await sql<{ doc_id: number }>`select doc_id from email_search_docs where email_id in (${sql.join(chunk.map((d) => d.emailId))})`.execute(db);
+      if (old.rows.length) {
+        const ids = sql.join(old.rows.map((r) => r.doc_id));
+        await sql`delete from email_fts where rowid in (${ids})`.execute(db);
+        await sql`delete from email_search_docs where doc_id in (${ids})`.execute(db);
       }
-      const ins = await sql<{ doc_id: number }>`insert into email_search_docs (email_id, mailbox_id, attachment_shas) values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)}) returning doc_id`.execute(db);
+      const ins = await sql<{ doc_id: number; email_id: string }>`insert into email_search_docs (email_id, mailbox_id, attachment_shas)
+        values ${sql.join(chunk.map((d) => sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)})`))} returning doc_id, email_id`.execute(db);
+      const docId = new Map(ins.rows.map((r) => [r.email_id, r.doc_id]));
       await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments, mailbox)
-        values (${ins.rows[0]!.doc_id}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`.execute(db);
+        values ${sql.join(chunk.map((d) => sql`(${docId.get(d.emailId)!}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`))}`.execute(db);
     }
   }
 

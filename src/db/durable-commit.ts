@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import { sql, type Kysely } from 'kysely';
+import type { DB } from './schema.ts';
+
+/**
+ * A transaction whose commit and whose durability are awaited separately: `commit` runs the work
+ * in one transaction and resolves once it is committed (visible to other queries), with `durable`,
+ * which resolves once the commit is on disk. Whoever acknowledges the write (an SMTP 250) waits for
+ * `durable`; a group commit may meanwhile start its next transaction.
+ *
+ * Why: better-sqlite3 is synchronous, so with `synchronous = FULL` every commit's WAL fsync blocks
+ * the event loop (0.5–3 ms on a quiet disk, tens of ms on a busy one) and no SMTP session is
+ * served meanwhile. Here the transaction commits with `synchronous = NORMAL` (the WAL frames are
+ * written, not synced) and the WAL file is then fdatasynced on libuv's pool before `durable`
+ * resolves. That is the same guarantee as FULL for everything acknowledged: FULL's commit syncs the
+ * WAL, and so does this, before the acknowledgement; checkpoints under NORMAL still sync the WAL
+ * before copying it into the database and the database after (sqlite.org/pragma.html#pragma_synchronous).
+ * The setting is changed for this transaction only, on the connection it holds: every other write
+ * keeps FULL. On Postgres the commit is durable when it returns (synchronous_commit is left as is).
+ */
+export interface DurableCommits {
+  commit<T>(work: (trx: Kysely<DB>) => Promise<T>): Promise<{ value: T; durable: Promise<void> }>;
+  close(): Promise<void>;
+}
+
+export interface DurableOptions {
+  /** Tests: awaited before a commit is made durable (a slow fsync). */
+  beforeDurable?: () => Promise<void>;
+}
+
+const done = Promise.resolve();
+
+export function postgresCommits(db: Kysely<DB>, opts: DurableOptions = {}): DurableCommits {
+  return {
+    async commit(work) {
+      const value = await db.transaction().execute(work);
+      return { value, durable: opts.beforeDurable ? opts.beforeDurable() : done };
+    },
+    close: async () => undefined,
+  };
+}
+
+export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions = {}): DurableCommits {
+  const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`);
+  return {
+    async commit(work) {
+      if (!wal) return { value: await db.transaction().execute(work), durable: opts.beforeDurable ? opts.beforeDurable() : done };
+      // One connection held throughout, so no other transaction commits while NORMAL is set.
+      const value = await db.connection().execute(async (conn) => {
+        await sql`PRAGMA synchronous = NORMAL`.execute(conn);
+        try {
+          return await conn.transaction().execute(work);
+        } finally {
+          await sql`PRAGMA synchronous = FULL`.execute(conn);
+        }
+      });
+      const durable = opts.beforeDurable ? opts.beforeDurable().then(() => wal.sync()) : wal.sync();
+      return { value, durable };
+    },
+    close: async () => wal?.close(),
+  };
+}
+
+/**
+ * fdatasync of the WAL file on libuv's pool. Each sync() resolves after an fdatasync that started
+ * after the call, so it covers every frame written before it; calls made while one runs share the
+ * next one (a busy disk gets one sync per round, not one per commit).
+ */
+class WalSync {
+  private handle: fsp.FileHandle | null = null;
+  private inode = 0;
+  private running: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
+
+  constructor(private readonly path: string) {}
+
+  sync(): Promise<void> {
+    if (!this.running) {
+      this.running = this.run().finally(() => (this.running = null));
+      return this.running;
+    }
+    this.queued ??= this.running.catch(() => undefined).then(() => {
+      this.queued = null;
+      return this.sync();
+    });
+    return this.queued;
+  }
+
+  async close(): Promise<void> {
+    await this.running?.catch(() => undefined);
+    await this.handle?.close().catch(() => undefined);
+    this.handle = null;
+  }
+
+  private async run(): Promise<void> {
+    // The -wal file lives as long as a connection is open; if it was ever replaced, sync the new one.
+    const inode = fs.statSync(this.path).ino;
+    if (!this.handle || inode !== this.inode) {
+      await this.handle?.close().catch(() => undefined);
+      this.handle = null;
+      this.handle = await fsp.open(this.path, 'r');
+      this.inode = inode;
+    }
+    await this.handle.datasync();
+  }
+}
