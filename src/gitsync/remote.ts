@@ -67,9 +67,10 @@ export async function fetchTree(http: HttpClient, url: string, branch: string, s
   const close = () => fsp.rm(gitdir, { recursive: true, force: true });
   try {
     await git.init({ fs, gitdir, bare: true, defaultBranch: branch });
+    await git.addRemote({ fs, gitdir, remote: 'origin', url });
     let commit: string;
     try {
-      const res = await git.fetch({ fs, http, gitdir, url, ref: branch, singleBranch: true, depth: 1, tags: false });
+      const res = await git.fetch({ fs, http, gitdir, remote: 'origin', ref: branch, singleBranch: true, depth: 1, tags: false });
       if (!res.fetchHead) throw new GitSyncError('GIT_BRANCH_NOT_FOUND', `The repository has no branch ${branch}.`, { branch });
       commit = res.fetchHead;
     } catch (err) {
