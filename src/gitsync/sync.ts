@@ -40,6 +40,9 @@ export interface SyncPayload {
   trigger: GitSyncTrigger;
 }
 
+/** Another sync or a disconnect changed the connection while this one ran. */
+class Overtaken extends Error {}
+
 type Manifest = Record<string, { oid: string; sha256: string; size: number }>;
 
 /** Queues a sync of the bucket (inside the caller's transaction). Pushes during a run queue one more. */
@@ -92,6 +95,10 @@ export async function runSync(deps: AppDeps, payload: SyncPayload): Promise<void
       // A batch upload holds the bucket: try again when its lock runs out.
       await deps.db.updateTable('git_syncs').set({ sync_state: 'queued', updated_at: iso(deps.now()) }).where('mailbox_id', '=', conn.mailbox_id).execute();
       throw new RetryJobAt(new Date(deps.now().getTime() + 1000 * Number(err.details.retry_after ?? 30)), 'the bucket is locked by a batch upload');
+    }
+    if (err instanceof Overtaken) {
+      await deps.db.updateTable('git_syncs').set({ sync_state: 'queued', updated_at: iso(deps.now()) }).where('mailbox_id', '=', conn.mailbox_id).execute();
+      throw new RetryJobAt(new Date(deps.now().getTime() + 1000), 'another sync finished first; running again from its state');
     }
     if (err instanceof GitSyncError || err instanceof AppError) return recordFailure(deps, conn.mailbox_id, err);
     deps.log.error({ err, bucket_id: conn.mailbox_id }, 'git sync failed');
@@ -194,7 +201,9 @@ async function applyChange(
       await recordActivity(trx, actor, now, { accountId: conn.account_id, action: 'git.sync', targetType: 'mailbox', targetId: conn.mailbox_id, reason });
       if (conn.auto_publish === 1) published = await rebuildSite(deps, trx, conn.mailbox_id, now);
     }
-    await trx
+    // Only over the state this sync started from: a sync that finished meanwhile (two runs of one
+    // bucket on two workers) or a disconnect makes this one roll back and run again from the new state.
+    const saved = await trx
       .updateTable('git_syncs')
       .set({
         sync_state: 'synced',
@@ -209,7 +218,10 @@ async function applyChange(
         updated_at: iso(now),
       })
       .where('mailbox_id', '=', conn.mailbox_id)
-      .execute();
+      .where('last_synced_at', conn.last_synced_at === null ? 'is' : '=', conn.last_synced_at)
+      .where('repository_url', '=', conn.repository_url)
+      .executeTakeFirst();
+    if (Number(saved.numUpdatedRows) === 0) throw new Overtaken();
   });
   if (published) sitesChanged(deps.db);
 }
