@@ -6,7 +6,9 @@ import { GitServer } from './git-server.ts';
 import { dbOf } from './factories.ts';
 import { insertEmailFile } from './upload-sessions-helpers.ts';
 import { newBucket, publishAndWait, publisher, siteFetch, uploadFolder } from './sites-helpers.ts';
-import { scheduleSyncs } from '../src/gitsync/sync.ts';
+import { runSync, scheduleSyncs } from '../src/gitsync/sync.ts';
+import { RetryJobAt } from '../src/jobs/worker.ts';
+import { Cubby } from '../packages/sdk/src/node.ts';
 
 // Git sync end to end: a real git smart-HTTP server (git http-backend behind HTTPS) the test
 // pushes commits to; the app pulls them with isomorphic-git on connect, on POST …/sync, on a
@@ -164,9 +166,14 @@ describeGit('git sync', (app) => {
       const name = repoName();
       const repo = await server.repo(name);
       await repo.commit({ 'README.md': 'top', 'site/index.html': 'site home', 'site/css/s.css': 'body{}' });
-      await connect(app(), u.key, bucket.id, { repository_url: server.url(name), subdirectory: '/site/' });
+      // Through the SDK, as an integration would.
+      const cubby = new Cubby({ baseUrl: app().base, apiKey: u.key });
+      const connected = await cubby.gitSync.connect(bucket.id, { repository_url: server.url(name), subdirectory: '/site/' });
+      expect(connected.webhook_secret).toMatch(/^gitwh_/);
       await drain(app());
-      expect((await state(app(), u.key, bucket.id)).github_sync).toMatchObject({ subdirectory: 'site', sync_state: 'synced' });
+      expect((await cubby.gitSync.get(bucket.id)).github_sync).toMatchObject({ subdirectory: 'site', sync_state: 'synced' });
+      expect((await cubby.gitSync.sync(bucket.id)).sync_state).toBe('queued');
+      await drain(app());
       expect(await tree(app(), bucket.id)).toEqual({ 'index.html': 'site home', 'css/s.css': 'body{}' });
     });
 
@@ -335,6 +342,24 @@ describeGit('git sync', (app) => {
       await drain(app());
       expect((await state(app(), u.key, bucket.id)).github_sync).toMatchObject({ sync_state: 'synced', last_commit: c2, last_trigger: 'schedule' });
       expect((await tree(app(), bucket.id))['a.txt']).toBe('2');
+    });
+
+    it('two syncs of one bucket at once make one version; the later one is told to run again', async () => {
+      const u = await app().user();
+      const bucket = await newBucket(app(), u.key);
+      const name = repoName();
+      const repo = await server.repo(name);
+      await repo.commit({ 'a.txt': '1' });
+      await connect(app(), u.key, bucket.id, { repository_url: server.url(name), branch: 'nope' });
+      await drain(app()); // fails: no such branch; the bucket holds nothing yet
+      await dbOf(app()).updateTable('git_syncs').set({ branch: 'main' }).where('mailbox_id', '=', bucket.id).execute();
+      const before = await versionNumber(app(), u.key, bucket.id);
+      const results = await Promise.allSettled([runSync(app().started.deps, { bucket_id: bucket.id, trigger: 'manual' }), runSync(app().started.deps, { bucket_id: bucket.id, trigger: 'manual' })]);
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(rejected.reason).toBeInstanceOf(RetryJobAt);
+      expect(await versionNumber(app(), u.key, bucket.id)).toBe(before + 1);
+      expect(await tree(app(), bucket.id)).toEqual({ 'a.txt': '1' });
     });
 
     it('tenancy, permissions, archive and disconnect', async () => {
