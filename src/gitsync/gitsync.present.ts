@@ -47,7 +47,7 @@ export function presentGitSyncSetup(deps: Pick<AppDeps, 'config' | 'publicUrl'>,
       : account.suspended_at || account.status === 'read_only'
         ? 'account_capability_unavailable'
         : null;
-  return { eligible: blocked === null, settings_url: `${deps.publicUrl()}/mailboxes/${bucketId}`, blocked_reason: blocked };
+  return { eligible: blocked === null, settings_url: `${deps.publicUrl()}/mailboxes/${bucketId}/git`, blocked_reason: blocked };
 }
 
 /** GET …/github_sync: the full state. */

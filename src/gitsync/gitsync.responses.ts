@@ -12,7 +12,7 @@ export const GitSyncSetup = named(
     blocked_reason: z.enum(['feature_disabled', 'encrypted_account', 'account_capability_unavailable', 'bucket_archived']).nullable(),
   }),
   'Whether the bucket can be connected to a git repository now, and why not.',
-  { eligible: true, settings_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W', blocked_reason: null },
+  { eligible: true, settings_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git', blocked_reason: null },
 );
 
 export const BucketGitSync = named(

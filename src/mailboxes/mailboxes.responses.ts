@@ -150,7 +150,7 @@ export const Bucket = named(
     dashboard_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W',
     inbound_email: { received_count: 0, monthly_limit: 1000, last_received_path: null },
     github_sync: null,
-    github_sync_setup: { eligible: true, settings_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W', blocked_reason: null },
+    github_sync_setup: { eligible: true, settings_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git', blocked_reason: null },
     storage_bytes: 1024,
     files_count: 2,
     version_id: 'mv_01JD2Q9K3M4N5P6Q7R8S9T0V1W',

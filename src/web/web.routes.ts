@@ -18,6 +18,7 @@ import { registerMailboxAdminPages } from './mailbox-admin.pages.ts';
 import { registerComposePages } from './compose.pages.ts';
 import { registerFilesPages } from './files.pages.ts';
 import { registerSitePages } from './site.pages.ts';
+import { registerGitPages } from './git.pages.ts';
 import { registerSettingsPages } from './settings.pages.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
@@ -80,6 +81,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerComposePages(web, deps);
     registerFilesPages(web, deps);
     registerSitePages(web, deps);
+    registerGitPages(web, deps);
     registerSettingsPages(web, deps);
     registerAgentAccessPages(web, deps);
     registerAccountPages(web, deps);
