@@ -21,6 +21,8 @@ export class GitServer {
   /** Required Basic-auth password of every request (null: anonymous reads allowed). */
   token: string | null = null;
   readonly requests: { method: string; path: string; status: number }[] = [];
+  /** Repositories that answer 301 to another one (a renamed repository): old name → new name. */
+  readonly redirects: Record<string, string> = {};
   private server: https.Server | undefined;
   port = 0;
 
@@ -30,6 +32,13 @@ export class GitServer {
     this.server = https.createServer({ key: fs.readFileSync(this.cert.keyFile), cert: fs.readFileSync(this.cert.certFile) }, (req, res) => {
       const url = new URL(req.url ?? '/', 'https://git.test');
       const record = (status: number) => this.requests.push({ method: req.method ?? 'GET', path: url.pathname, status });
+      const moved = Object.entries(this.redirects).find(([from]) => url.pathname.startsWith(`/${from}.git/`));
+      if (moved) {
+        record(301);
+        res.writeHead(301, { location: `${this.url(moved[1])}${url.pathname.slice(moved[0].length + 5)}${url.search}` });
+        res.end();
+        return;
+      }
       if (this.token !== null) {
         const auth = req.headers.authorization ?? '';
         const password = auth.startsWith('Basic ') ? Buffer.from(auth.slice(6), 'base64').toString('utf8').split(':').slice(1).join(':') : null;

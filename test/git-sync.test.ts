@@ -98,7 +98,9 @@ function sign(secret: string, body: string, kind: 'github' | 'gitea'): Record<st
 /** describeEachDatabase with the suite's clock (the schedule test moves it forward). */
 function describeGit(name: string, body: (app: () => TestApp) => void) {
   for (const kind of DATABASES) {
-    describe(`${name} [${kind}]`, () => {
+    // Each test runs several syncs, and drain() also waits for the text extraction of every file
+    // written: more than the default 30 s when the machine is loaded.
+    describe(`${name} [${kind}]`, { timeout: 120_000 }, () => {
       let current: TestApp | undefined;
       beforeAll(async () => {
         current = await startTestApp(kind, env, { now: () => new Date(Date.now() + clock.offsetMs) });
@@ -300,6 +302,14 @@ describeGit('git sync', (app) => {
       await connect(app(), u.key, bucket.id, { repository_url: `https://127.0.0.1:${server.port}/no-such-repo.git`, subdirectory: '' }, 200);
       await drain(app());
       expect((await state(app(), u.key, bucket.id)).github_sync).toMatchObject({ sync_state: 'failed', error: { code: 'GIT_REPOSITORY_NOT_FOUND' } });
+
+      // A renamed repository answers with a redirect: not followed, and the message says what to do.
+      server.redirects[`${name}-old`] = name;
+      await connect(app(), u.key, bucket.id, { repository_url: server.url(`${name}-old`) }, 200);
+      await drain(app());
+      const moved = (await state(app(), u.key, bucket.id)).github_sync;
+      expect(moved).toMatchObject({ sync_state: 'failed', error: { code: 'GIT_REPOSITORY_NOT_FOUND' } });
+      expect(moved.error.message).toContain('redirect');
       expect(await versionNumber(app(), u.key, bucket.id)).toBe(v);
       expect(await tree(app(), bucket.id)).toEqual({ 'a.txt': 'ok' });
     });

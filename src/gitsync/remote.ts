@@ -33,6 +33,8 @@ export function gitFailure(err: unknown): GitSyncError {
     const status = e.data?.statusCode ?? 0;
     if (status === 401 || status === 403) return new GitSyncError('GIT_AUTH_FAILED', `The git host answered ${status}: the token is missing, wrong or cannot read this repository.`, { status });
     if (status === 404) return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', 'The git host answered 404: no repository at this URL (or the token cannot see it).', { status });
+    // Redirects are not followed (the next host would escape the address check): say so.
+    if (status >= 300 && status < 400) return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', `The git host answered ${status} (a redirect, which Cubby does not follow): use the repository's current clone URL.`, { status });
     return new GitSyncError('GIT_REPOSITORY_UNREACHABLE', `The git host answered ${status} ${e.data?.statusMessage ?? ''}`.trim(), { status });
   }
   if (e?.code === Errors.SmartHttpError.code || e?.code === Errors.ParseError.code || e?.code === Errors.UnknownTransportError.code) {
