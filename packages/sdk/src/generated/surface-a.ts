@@ -1065,7 +1065,7 @@ export interface components {
          * @description Whether the bucket can be connected to a git repository now, and why not.
          * @example {
          *       "eligible": true,
-         *       "settings_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "settings_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git",
          *       "blocked_reason": null
          *     }
          */
@@ -1205,7 +1205,7 @@ export interface components {
          *       "github_sync": null,
          *       "github_sync_setup": {
          *         "eligible": true,
-         *         "settings_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *         "settings_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git",
          *         "blocked_reason": null
          *       },
          *       "storage_bytes": 1024,
