@@ -26,6 +26,7 @@ import { registerAddressTasks } from './addresses/tasks.ts';
 import { registerOutboundTasks } from './outbound/tasks.ts';
 import { attachEvents, type EventsOptions, type EventsRuntime } from './events/runtime.ts';
 import { registerEventTasks } from './webhooks/tasks.ts';
+import { registerGitSyncTasks } from './gitsync/tasks.ts';
 
 export interface StartedApp {
   urls: { http: string | null; smtp: string | null; sites: string | null };
@@ -139,6 +140,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerAgentAccessTasks(worker, deps);
         registerEventTasks(worker, deps);
         registerAddressTasks(worker, deps);
+        registerGitSyncTasks(worker, deps);
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }

@@ -91,6 +91,15 @@ const envSchema = withBlobEnvChecks(z.object({
   // Webhooks: private destinations only for tests and local development; extra trusted CA (PEM file).
   CUBBY_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   CUBBY_WEBHOOK_CA_FILE: z.string().min(1).optional(),
+  // Git sync (src/gitsync): on or off for the instance; how often connections are checked; private
+  // repository hosts only for tests and closed networks; extra trusted CA (PEM file); size limits.
+  CUBBY_GIT_SYNC: z.enum(['true', 'false']).default('true'),
+  CUBBY_GIT_SYNC_INTERVAL_S: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number of seconds').transform(Number).default(900),
+  CUBBY_GIT_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
+  CUBBY_GIT_CA_FILE: z.string().min(1).optional(),
+  CUBBY_GIT_MAX_REPO_BYTES: z.string().regex(/^[1-9]\d{0,11}$/, 'must be a whole number of bytes').transform(Number).default(200 * 1024 * 1024),
+  CUBBY_GIT_MAX_FILES: z.string().regex(/^[1-9]\d{0,6}$/, 'must be a whole number').transform(Number).default(5000),
+  CUBBY_GIT_MAX_FILE_BYTES: z.string().regex(/^[1-9]\d{0,11}$/, 'must be a whole number of bytes').transform(Number).default(50 * 1024 * 1024),
   // Sending (src/outbound): a relay (smtp://user:pass@host:port, smtps:// for implicit TLS) for mail to
   // other domains, else direct MX delivery; a DKIM key for the platform mail domain; the per-mailbox rate.
   CUBBY_SMTP_RELAY_URL: z.string().regex(/^smtps?:\/\/([^@\/\s]+@)?[^:@\/\s]+(:\d{1,5})?\/?$/, 'must be smtp://[user:pass@]host[:port] or smtps://…').optional(),
@@ -177,6 +186,8 @@ export interface Config {
   readonly signup: 'open' | 'invite' | 'closed';
   readonly webhookAllowPrivate: boolean;
   readonly webhookCaFile: string | undefined;
+  /** Git sync (docs/git-sync.md). */
+  readonly gitSync: { enabled: boolean; intervalMs: number; allowPrivate: boolean; caFile: string | undefined; maxRepoBytes: number; maxFiles: number; maxFileBytes: number };
   /** CUBBY_ORPHAN_SWEEP_AGE_S in milliseconds. */
   readonly orphanSweepAgeMs: number;
   readonly uploadSessionIdleSeconds: number;
@@ -235,6 +246,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     signup: e.CUBBY_SIGNUP,
     webhookAllowPrivate: e.CUBBY_WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookCaFile: e.CUBBY_WEBHOOK_CA_FILE ? path.resolve(e.CUBBY_WEBHOOK_CA_FILE) : undefined,
+    gitSync: {
+      enabled: e.CUBBY_GIT_SYNC === 'true',
+      intervalMs: e.CUBBY_GIT_SYNC_INTERVAL_S * 1000,
+      allowPrivate: e.CUBBY_GIT_ALLOW_PRIVATE === 'true',
+      caFile: e.CUBBY_GIT_CA_FILE ? path.resolve(e.CUBBY_GIT_CA_FILE) : undefined,
+      maxRepoBytes: e.CUBBY_GIT_MAX_REPO_BYTES,
+      maxFiles: e.CUBBY_GIT_MAX_FILES,
+      maxFileBytes: e.CUBBY_GIT_MAX_FILE_BYTES,
+    },
     orphanSweepAgeMs: e.CUBBY_ORPHAN_SWEEP_AGE_S * 1000,
     uploadSessionIdleSeconds: e.CUBBY_UPLOAD_SESSION_IDLE_S,
     compatBrands: Object.freeze([...new Set(e.CUBBY_COMPAT_BRANDS)].filter((b) => b !== 'cubby' && b !== 'service')),

@@ -136,6 +136,19 @@ export const ERROR_CATALOGUE = {
   // webhooks and the live subscription (src/webhooks, src/live)
   EMAIL_WEBHOOK_NOT_FOUND: { status: 404, message: 'This mailbox has no webhook; set its URL first.' },
   INVALID_EMAIL_WEBHOOK: { status: 422, message: 'webhook_url must be a public HTTPS URL of at most 2048 bytes, without user name, password or fragment.' },
+  // git sync (src/gitsync); the GIT_* codes after GIT_SYNC_NOT_CONNECTED are also what a failed sync records in github_sync.error
+  GIT_SYNC_DISABLED: { status: 403, message: 'Git sync is switched off on this instance (CUBBY_GIT_SYNC).' },
+  GIT_SYNC_NOT_CONNECTED: { status: 404, message: 'This bucket is not connected to a git repository.' },
+  GIT_WEBHOOK_SIGNATURE_INVALID: { status: 401, message: 'The push webhook signature is missing or wrong (X-Hub-Signature-256 or X-Gitea-Signature, HMAC-SHA256 of the body with the connection\'s webhook secret).' },
+  INVALID_GIT_REPOSITORY_URL: { status: 422, message: 'repository_url must be a public HTTPS URL of at most 2048 bytes, without user name, password, query or fragment.' },
+  GIT_AUTH_FAILED: { status: 422, message: 'The git host refused the credentials; check the token and its access to the repository.' },
+  GIT_REPOSITORY_NOT_FOUND: { status: 422, message: 'No git repository at repository_url (or the token cannot see it).' },
+  GIT_BRANCH_NOT_FOUND: { status: 422, message: 'The repository has no such branch.' },
+  GIT_SUBDIRECTORY_NOT_FOUND: { status: 422, message: 'The branch has no such subdirectory.' },
+  GIT_REPOSITORY_UNREACHABLE: { status: 503, message: 'The git host could not be reached or answered with an error; the next sync tries again.' },
+  GIT_REPOSITORY_TOO_LARGE: { status: 413, message: 'The repository download is larger than this instance allows (CUBBY_GIT_MAX_REPO_BYTES).' },
+  GIT_TOO_MANY_FILES: { status: 413, message: 'The synced tree has more files than this instance allows (CUBBY_GIT_MAX_FILES).' },
+  GIT_FILE_TOO_LARGE: { status: 413, message: 'A file in the synced tree is larger than this instance allows (CUBBY_GIT_MAX_FILE_BYTES).' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -19,7 +19,8 @@ describeEachDatabase('buckets (surface A)', (app) => {
       published: false,
       public_url: null,
       github_sync: null,
-      github_sync_setup: { eligible: false, blocked_reason: 'feature_disabled' },
+      // Git sync is on by default (CUBBY_GIT_SYNC); a new bucket can be connected (test/git-sync.test.ts).
+      github_sync_setup: { eligible: true, blocked_reason: null },
       archived: false,
     });
     expect(b.id).toMatch(/^bkt_[A-Za-z0-9]+$/);

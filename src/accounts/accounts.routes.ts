@@ -158,7 +158,7 @@ export function registerAccountRoutesA(app: App, _deps: AppDeps) {
         account: s.account,
         default_account_id: s.default_account_id,
         accounts: s.accounts,
-        features: { website_publishing: publishing, github_sync: false, email_domains: s.access.account.plan === 'pilot' || s.access.account.plan === 'agency' },
+        features: { website_publishing: publishing, github_sync: req.ctx.config.gitSync.enabled, email_domains: s.access.account.plan === 'pilot' || s.access.account.plan === 'agency' },
         server_version: s.server_version,
         client_version: s.client_version,
         publishing: { free_plan_available: true, static_site: publishing },

@@ -13,6 +13,7 @@ export const MAX_REASON_LENGTH = 500;
 const SECRET_PATTERNS = [
   /cubby_[A-Za-z0-9]{16,}/,
   /whsec_[A-Za-z0-9+/=]{8,}/,
+  /gitwh_[A-Za-z0-9_-]{16,}/,
   /\bBearer\s+[A-Za-z0-9._~+/-]{16,}/i,
   /\bsk-[A-Za-z0-9_-]{16,}/,
   /\b(AKIA|ASIA)[A-Z0-9]{16}\b/,

@@ -35,6 +35,8 @@ export async function purgeDeletedMailboxes(db: Kysely<DB>, maxChunks = 20): Pro
     await trx.deleteFrom('upload_session_files').where('session_id', 'in', trx.selectFrom('upload_sessions').select('id').where('mailbox_id', 'in', deleted)).execute();
     await trx.deleteFrom('upload_sessions').where('mailbox_id', 'in', deleted).execute();
     await trx.deleteFrom('direct_uploads').where('mailbox_id', 'in', deleted).execute();
+    // A deleted bucket's git connection (token and webhook secret) goes with it.
+    await trx.deleteFrom('git_syncs').where('mailbox_id', 'in', deleted).execute();
   });
   return removed;
 }

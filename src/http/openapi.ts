@@ -19,6 +19,7 @@ const TAGS: Array<{ name: string; description: string }> = [
   { name: 'email settings', description: 'Addresses, aliases, sender allowlist, webhook and live subscription.' },
   { name: 'email domains', description: 'Custom receiving domains.' },
   { name: 'publications', description: 'Static websites published from a bucket.' },
+  { name: 'git sync', description: 'A bucket kept in step with a branch of a git repository over HTTPS (docs/git-sync.md).' },
   { name: 'search', description: 'Full-text search across the mail and files a credential can read (docs/search.md).' },
 ];
 

@@ -32,6 +32,7 @@ import { registerWebhookRoutesR } from '../webhooks/webhooks.routes.ts';
 import { registerCable, registerLiveRoutesR } from '../live/live.routes.ts';
 import { registerAgentAccess, registerAgentAuthRoutesA, registerAgentAuthRoutesR } from '../agent-auth/agent-access.ts';
 import { registerOpsRoutes } from '../ops/ops.routes.ts';
+import { registerGitHooks, registerGitSyncRoutesA } from '../gitsync/gitsync.routes.ts';
 import { registerErrorDocs } from '../ops/error-docs.routes.ts';
 import { logRequest } from './request-log.ts';
 
@@ -175,6 +176,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
       registerAgentAuthRoutesA(a as any, deps);
       registerBucketRoutesA(a as any);
       registerPublicationRoutesA(a as any);
+      registerGitSyncRoutesA(a as any);
       registerBucketFileRoutesA(a as any);
       registerUploadSessionRoutesA(a as any);
       registerAddressRoutesA(a as any);
@@ -189,6 +191,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
   app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { auth: false } }, openapiFor('/api/v1'));
 
   registerOpsRoutes(app as any, deps);
+  await registerGitHooks(app as any, deps);
   registerErrorDocs(app as any);
   registerApiDocs(app as any);
   await registerBlobRoutes(app as any, deps);

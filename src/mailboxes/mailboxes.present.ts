@@ -4,6 +4,7 @@ import type { MailboxRow } from './mailboxes.repo.ts';
 import { deleteConfirmation } from './mailboxes.service.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { sendingBlockedReason } from '../outbound/sending-state.ts';
+import { presentBucketGitSync, presentGitSyncSetup } from '../gitsync/gitsync.present.ts';
 
 function action(allowed: boolean, blocked_reason: string | null, required_action: string | null = null, confirmation: string | null = null) {
   return { allowed, blocked_reason: allowed ? null : blocked_reason, required_action: allowed ? null : required_action, confirmation };
@@ -134,12 +135,8 @@ export function presentBucket(ctx: RequestCtx, m: MailboxRow, perms: Permissions
     public_url: m.site_state === 'published' && m.site_slug ? ctx.siteUrl(m.site_slug) : null,
     dashboard_url: `${ctx.publicUrl()}/mailboxes/${m.id}`,
     inbound_email: presentInboundEmail(m, access, opts.includeInboundEmail),
-    github_sync: null,
-    github_sync_setup: {
-      eligible: false,
-      settings_url: `${ctx.publicUrl()}/settings`,
-      blocked_reason: archived ? 'bucket_archived' : 'feature_disabled',
-    },
+    github_sync: presentBucketGitSync(m),
+    github_sync_setup: presentGitSyncSetup(ctx, m.id, archived, access.account),
     ...treeFields(m),
     ...actions,
   };

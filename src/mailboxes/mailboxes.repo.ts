@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { DB, MailboxesTable } from '../db/schema.ts';
 import { usagePeriod } from '../inbound/usage.ts';
+import type { GitSyncColumns } from '../gitsync/gitsync.present.ts';
 
-export interface MailboxRow extends MailboxesTable {
+export interface MailboxRow extends MailboxesTable, GitSyncColumns {
   address: string | null;
   email_username: string | null;
   /** Messages received this UTC month (surface A `received_count`). */
@@ -18,8 +19,21 @@ export function mailboxQuery(db: Kysely<DB>, at: Date = new Date()) {
     .leftJoin('email_addresses', (j) => j.onRef('email_addresses.mailbox_id', '=', 'mailboxes.id').on('email_addresses.role', '=', 'primary'))
     .leftJoin('received_usage', (j) => j.onRef('received_usage.scope_id', '=', 'mailboxes.id').on('received_usage.period', '=', usagePeriod(at)))
     .leftJoin('email_domains', 'email_domains.claim_key', 'email_addresses.domain')
+    .leftJoin('git_syncs', 'git_syncs.mailbox_id', 'mailboxes.id')
     .selectAll('mailboxes')
     .select(['email_addresses.address as address', 'email_addresses.username as email_username', 'received_usage.count as received_this_month', 'email_domains.status as domain_status'])
+    // The bucket's git connection in brief (src/gitsync): surface A's github_sync.
+    .select([
+      'git_syncs.repository_url as git_repository_url',
+      'git_syncs.branch as git_branch',
+      'git_syncs.sync_state as git_sync_state',
+      'git_syncs.auto_publish as git_auto_publish',
+      'git_syncs.last_synced_at as git_last_synced_at',
+      'git_syncs.last_checked_at as git_last_checked_at',
+      'git_syncs.last_commit as git_last_commit',
+      'git_syncs.error_code as git_error_code',
+      'git_syncs.error_message as git_error_message',
+    ])
     .where('mailboxes.deleted_at', 'is', null);
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Json, named, Pagination, Timestamp } from '../http/contract.ts';
+import { BucketGitSync, GitSyncSetup } from '../gitsync/gitsync.responses.ts';
 
 // Response schemas of mailboxes (surface R) and buckets (surface A); see docs/api-contract.md.
 
@@ -128,8 +129,8 @@ export const Bucket = named(
     public_url: z.string().nullable(),
     dashboard_url: z.string(),
     inbound_email: BucketInboundEmail,
-    github_sync: z.null(),
-    github_sync_setup: z.object({ eligible: z.boolean(), settings_url: z.string(), blocked_reason: z.string().nullable() }),
+    github_sync: BucketGitSync.nullable().describe('null when the bucket is not connected to a git repository'),
+    github_sync_setup: GitSyncSetup,
     ...tree,
     ...actions,
   }),
@@ -149,7 +150,7 @@ export const Bucket = named(
     dashboard_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W',
     inbound_email: { received_count: 0, monthly_limit: 1000, last_received_path: null },
     github_sync: null,
-    github_sync_setup: { eligible: false, settings_url: 'https://cubby.example/settings', blocked_reason: 'feature_disabled' },
+    github_sync_setup: { eligible: true, settings_url: 'https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git', blocked_reason: null },
     storage_bytes: 1024,
     files_count: 2,
     version_id: 'mv_01JD2Q9K3M4N5P6Q7R8S9T0V1W',

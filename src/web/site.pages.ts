@@ -102,7 +102,8 @@ ${
 ${m.archived_at ? html`<div class="alert info" role="note">The mailbox is archived; unarchive it to publish.</div>` : ''}
 ${publicationCard(deps, main, 'Website', csrf, base, canWrite, 'main')}
 ${preview && preview.status !== 'unpublished' ? publicationCard(deps, preview, 'Preview', csrf, base, canWrite, 'preview') : ''}
-${form}`;
+${form}
+<p><a href="${base}/git">Git sync</a>: keep this mailbox in step with a branch of a git repository, and rebuild the site on every push.</p>`;
   return sendPage(reply, status, layout({ title: `Site · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes' }));
 }
 

@@ -19,6 +19,7 @@ import { registerComposePages } from './compose.pages.ts';
 import { registerFilesPages } from './files.pages.ts';
 import { registerUploadPages } from './uploads.pages.ts';
 import { registerSitePages } from './site.pages.ts';
+import { registerGitPages } from './git.pages.ts';
 import { registerSettingsPages } from './settings.pages.ts';
 
 export const FORM_BODY_LIMIT = 64 * 1024;
@@ -82,6 +83,7 @@ export async function registerWeb(app: FastifyInstance, deps: AppDeps): Promise<
     registerFilesPages(web, deps);
     registerUploadPages(web, deps);
     registerSitePages(web, deps);
+    registerGitPages(web, deps);
     registerSettingsPages(web, deps);
     registerAgentAccessPages(web, deps);
     registerAccountPages(web, deps);

@@ -205,6 +205,27 @@ export class Cubby {
       subscribe(this.transport, mailboxId, onEmail, { WebSocket: this.WebSocketImpl, ...opts }),
   };
 
+  // ── git sync (surface A; docs/git-sync.md) ──────────────────────────────
+  readonly gitSync = {
+    /** The connection (null when not connected) and whether the bucket can be connected. */
+    get: (mailboxId: string, o?: CallOptions) => this.get<{ github_sync: T.GitSync | null; github_sync_setup: T.GitSyncSetup }>(`/api/v1/buckets/${enc(mailboxId)}/github_sync`, {}, o),
+    /** Connects or changes the connection and queues a sync; `webhook_secret` is returned once, when issued. */
+    connect: (mailboxId: string, body: GitSyncOptions, o?: CallOptions) =>
+      this.write<{ github_sync: T.GitSync; github_sync_setup: T.GitSyncSetup; webhook_secret?: string }>('PUT', `/api/v1/buckets/${enc(mailboxId)}/github_sync`, body, o),
+    /** Queues a sync now (202). */
+    sync: (mailboxId: string, o?: CallOptions) => this.write<{ github_sync: T.GitSync | null; github_sync_setup: T.GitSyncSetup }>('POST', `/api/v1/buckets/${enc(mailboxId)}/github_sync/sync`, {}, o).then((d) => d.github_sync!),
+    disconnect: (mailboxId: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/api/v1/buckets/${enc(mailboxId)}/github_sync`, {}, o),
+    /** Reads the connection until no sync is queued or running. */
+    waitUntilSynced: async (mailboxId: string, opts: CallOptions & { intervalMs?: number; timeoutMs?: number } = {}) => {
+      const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
+      for (;;) {
+        const s = (await this.gitSync.get(mailboxId, opts)).github_sync;
+        if (!s || !['queued', 'syncing'].includes(s.sync_state) || Date.now() > deadline) return s;
+        await this.sleep(opts.intervalMs ?? 500);
+      }
+    },
+  };
+
   // ── email domains ───────────────────────────────────────────────────────
   readonly domains = {
     list: (q: { limit?: number } = {}, o?: CallOptions) => this.list<ItemOf<'/v1/account/email_domains', 'get', 'domains', T.EmailDomain>>('/v1/account/email_domains', 'domains', q, o),
@@ -254,6 +275,16 @@ export class Cubby {
     return res;
   }
 }
+
+export type GitSyncOptions = {
+  repository_url: string;
+  branch?: string;
+  subdirectory?: string;
+  /** Omit to keep the stored token; null removes it. */
+  token?: string | null;
+  auto_publish?: boolean;
+  rotate_webhook_secret?: boolean;
+};
 
 export type PublishOptions = {
   site_mode?: 'static' | 'spa';

@@ -1,6 +1,6 @@
 // @cubby/sdk: the typed client for Cubby. Runs in Node 20+ and browsers (fetch, WebCrypto);
 // Node helpers for files on disk are in '@cubby/sdk/node'.
-export { Cubby, type CubbyOptions, type PublishOptions } from './client.ts';
+export { Cubby, type CubbyOptions, type GitSyncOptions, type PublishOptions } from './client.ts';
 export { CubbyError, WebhookVerificationError } from './errors.ts';
 export { PageIterator, type Page } from './pagination.ts';
 export { verifyWebhook, type HeaderBag, type VerifyOptions } from './webhooks.ts';

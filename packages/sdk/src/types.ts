@@ -103,3 +103,5 @@ export type Status = ComponentsR['schemas']['Status'];
 export type Deleted = ComponentsR['schemas']['Deleted'];
 export type EmailReceivedEvent = ComponentsR['schemas']['EmailReceivedEvent'];
 export type Publication = ComponentsA['schemas']['Publication'];
+export type GitSync = ComponentsA['schemas']['GitSync'];
+export type GitSyncSetup = ComponentsA['schemas']['GitSyncSetup'];

@@ -278,7 +278,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Rename the managed website slug (the old address stops answering) */
+        /** Rename the managed website slug (the old address redirects with 301 for 30 days) */
         patch: operations["renameBucketPublicSlug"];
         trace?: never;
     };
@@ -310,6 +310,42 @@ export interface paths {
         get: operations["getPublication"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/github_sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The bucket's git sync connection (null when not connected) and whether it can be connected */
+        get: operations["getBucketGithubSync"];
+        /** Connect the bucket to a git repository over HTTPS, or change the connection (admin). Queues a sync */
+        put: operations["connectBucketGithubSync"];
+        post?: never;
+        /** Disconnect the repository (admin); the files stay */
+        delete: operations["disconnectBucketGithubSync"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/github_sync/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sync now (202): pulls the branch into the bucket as one version */
+        post: operations["syncBucketGithubSync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -599,133 +635,7 @@ export interface paths {
             cookie?: never;
         };
         /** Search emails and files in every bucket this key can read */
-        get: {
-            parameters: {
-                query: {
-                    /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
-                    q: string;
-                    bucket_id?: string;
-                    /** @description Only emails or only files (default both) */
-                    kind?: "email" | "file";
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                results: {
-                                    /** @enum {string} */
-                                    kind: "email" | "file";
-                                    id: string;
-                                    mailbox_id: string;
-                                    /** @description Higher is a better match; compare within one result list only */
-                                    score: number;
-                                    /** @description Plain text around the first matching word (no markup) */
-                                    snippet: string | null;
-                                    email?: {
-                                        id: string;
-                                        subject: string | null;
-                                        received_at: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    };
-                                    file?: {
-                                        id: string;
-                                        path: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    };
-                                }[];
-                                pagination: {
-                                    limit: number;
-                                    has_more: boolean;
-                                    next_cursor: string | null;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["searchBuckets"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1151,6 +1061,101 @@ export interface components {
                 path: string;
             };
         };
+        /**
+         * @description Whether the bucket can be connected to a git repository now, and why not.
+         * @example {
+         *       "eligible": true,
+         *       "settings_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git",
+         *       "blocked_reason": null
+         *     }
+         */
+        GitSyncSetup: {
+            eligible: boolean;
+            settings_url: string;
+            blocked_reason: ("feature_disabled" | "encrypted_account" | "account_capability_unavailable" | "bucket_archived") | null;
+        };
+        /** @description The bucket's git connection in brief (GET …/github_sync has the full state). */
+        BucketGitSync: {
+            repository_url: string;
+            branch: string;
+            /**
+             * @description queued: a sync is waiting; syncing: running; synced: the bucket holds last_commit; failed: see error
+             * @enum {string}
+             */
+            sync_state: "queued" | "syncing" | "synced" | "failed";
+            last_synced_at: string | null;
+            last_checked_at: string | null;
+            last_commit: string | null;
+            auto_publish: boolean;
+            /** @description Why the last sync failed; null after a good one */
+            error: {
+                /** @description A GIT_* code of the error catalogue (or a file limit code) */
+                code: string;
+                message: string;
+            } | null;
+        };
+        /**
+         * @description A bucket's git sync connection. The token and the webhook secret are never shown.
+         * @example {
+         *       "repository_url": "https://github.com/example/site.git",
+         *       "branch": "main",
+         *       "subdirectory": "",
+         *       "sync_state": "synced",
+         *       "last_synced_at": "2026-11-26T10:00:00.000Z",
+         *       "last_checked_at": "2026-11-26T10:15:00.000Z",
+         *       "last_commit": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+         *       "last_trigger": "webhook",
+         *       "last_version_id": "bktrv_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "auto_publish": true,
+         *       "error": null,
+         *       "token_configured": true,
+         *       "webhook_url": "https://cubby.example/hooks/git/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "synced_files_count": 12,
+         *       "skipped_files": [],
+         *       "created_at": "2026-11-20T09:00:00.000Z",
+         *       "updated_at": "2026-11-26T10:15:00.000Z"
+         *     }
+         */
+        GitSync: {
+            repository_url: string;
+            branch: string;
+            /** @description Repository folder synced as the bucket root; "" = the whole tree */
+            subdirectory: string;
+            /**
+             * @description queued: a sync is waiting; syncing: running; synced: the bucket holds last_commit; failed: see error
+             * @enum {string}
+             */
+            sync_state: "queued" | "syncing" | "synced" | "failed";
+            /** @description When the bucket last took the repository state */
+            last_synced_at: string | null;
+            /** @description When the repository was last asked */
+            last_checked_at: string | null;
+            last_commit: string | null;
+            last_trigger: ("connect" | "manual" | "webhook" | "schedule") | null;
+            /** @description The mailbox version the last sync that changed something made */
+            last_version_id: string | null;
+            /** @description Rebuild the bucket's website after every sync that changes files */
+            auto_publish: boolean;
+            /** @description Why the last sync failed; null after a good one */
+            error: {
+                /** @description A GIT_* code of the error catalogue (or a file limit code) */
+                code: string;
+                message: string;
+            } | null;
+            token_configured: boolean;
+            /** @description Push webhook URL to set at the git host (content type application/json, with the webhook secret) */
+            webhook_url: string;
+            synced_files_count: number;
+            /** @description Repository files not written (symlink, submodule, invalid_path, email_area, forbidden_type); at most 50 */
+            skipped_files: {
+                path: string;
+                reason: string;
+            }[];
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
+        };
         /** @description Whether an action (archive, unarchive, delete) is allowed now, and if not why. */
         MailboxAction: {
             allowed: boolean;
@@ -1199,9 +1204,9 @@ export interface components {
          *       },
          *       "github_sync": null,
          *       "github_sync_setup": {
-         *         "eligible": false,
-         *         "settings_url": "https://cubby.example/settings",
-         *         "blocked_reason": "feature_disabled"
+         *         "eligible": true,
+         *         "settings_url": "https://cubby.example/mailboxes/bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W/git",
+         *         "blocked_reason": null
          *       },
          *       "storage_bytes": 1024,
          *       "files_count": 2,
@@ -1245,12 +1250,9 @@ export interface components {
             public_url: string | null;
             dashboard_url: string;
             inbound_email: components["schemas"]["BucketInboundEmail"];
-            github_sync: null;
-            github_sync_setup: {
-                eligible: boolean;
-                settings_url: string;
-                blocked_reason: string | null;
-            };
+            /** @description null when the bucket is not connected to a git repository */
+            github_sync: components["schemas"]["BucketGitSync"] | null;
+            github_sync_setup: components["schemas"]["GitSyncSetup"];
             storage_bytes: number;
             files_count: number;
             /** @description The latest mailbox version (mv_…) */
@@ -1263,6 +1265,30 @@ export interface components {
             archive: components["schemas"]["MailboxAction"];
             unarchive: components["schemas"]["MailboxAction"];
             delete: components["schemas"]["MailboxAction"];
+        };
+        /** @description One search hit: an email (with its summary) or a file, its score and a plain-text snippet. */
+        SearchResult: {
+            /** @enum {string} */
+            kind: "email" | "file";
+            id: string;
+            mailbox_id: string;
+            /** @description Higher is a better match; compare within one result list only */
+            score: number;
+            /** @description Plain text around the first matching word (no markup) */
+            snippet: string | null;
+            email?: {
+                id: string;
+                subject: string | null;
+                received_at: string;
+            } & {
+                [key: string]: unknown;
+            };
+            file?: {
+                id: string;
+                path: string;
+            } & {
+                [key: string]: unknown;
+            };
         };
         /** @description The authentication flows an agent can use. */
         AgentAuthCapabilities: {
@@ -3513,7 +3539,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3818,7 +3844,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4084,7 +4110,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4456,6 +4482,522 @@ export interface operations {
             };
             /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getBucketGithubSync: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            github_sync: components["schemas"]["GitSync"] | null;
+                            github_sync_setup: components["schemas"]["GitSyncSetup"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    connectBucketGithubSync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description HTTPS clone URL, e.g. https://github.com/owner/repo.git (public hosts only) */
+                    repository_url: string;
+                    /** @description Branch to follow (default main) */
+                    branch?: string | null;
+                    /** @description Repository folder whose contents become the bucket root (default: the whole tree) */
+                    subdirectory?: string | null;
+                    /** @description Access token for private repositories, stored encrypted; omit to keep the stored one, null to remove it */
+                    token?: string | null;
+                    /** @description Rebuild the bucket's website after each sync that changes files (default false) */
+                    auto_publish?: boolean | null;
+                    /** @description Issue a new push webhook secret (returned once) */
+                    rotate_webhook_secret?: boolean | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Settings changed; a sync is queued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            github_sync: components["schemas"]["GitSync"];
+                            github_sync_setup: components["schemas"]["GitSyncSetup"];
+                            /** @description Shown once: when the connection is made and on rotate_webhook_secret */
+                            webhook_secret?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Connected; a first sync is queued and webhook_secret is shown once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            github_sync: components["schemas"]["GitSync"];
+                            github_sync_setup: components["schemas"]["GitSyncSetup"];
+                            /** @description Shown once: when the connection is made and on rotate_webhook_secret */
+                            webhook_secret?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `GIT_SYNC_DISABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `INVALID_GIT_REPOSITORY_URL`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    disconnectBucketGithubSync: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `GIT_SYNC_NOT_CONNECTED`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    syncBucketGithubSync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Queued; poll GET …/github_sync until sync_state is synced or failed */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            github_sync: components["schemas"]["GitSync"] | null;
+                            github_sync_setup: components["schemas"]["GitSyncSetup"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `GIT_SYNC_DISABLED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `GIT_SYNC_NOT_CONNECTED`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6938,6 +7480,97 @@ export interface operations {
                 };
             };
             /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    searchBuckets: {
+        parameters: {
+            query: {
+                /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
+                q: string;
+                bucket_id?: string;
+                /** @description Only emails or only files (default both) */
+                kind?: "email" | "file";
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            results: components["schemas"]["SearchResult"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
             429: {
                 headers: {
                     [name: string]: unknown;
