@@ -16,6 +16,7 @@ import { addressChip, attempt, refusalText } from './ui.ts';
 import { mailboxBase, mailboxHeader, mailboxName } from './mailbox.views.ts';
 import { notFound } from './mailbox.pages.ts';
 import { folderListing } from './files.data.ts';
+import { siteDomainActions, siteDomainsCard } from './site-domains.views.ts';
 
 // The mailbox's website: publish (or a 24-hour preview), unpublish, the build's state (the page
 // refreshes itself while a build runs), the public URL, access mode with the password, SPA mode,
@@ -102,7 +103,8 @@ ${
 ${m.archived_at ? html`<div class="alert info" role="note">The mailbox is archived; unarchive it to publish.</div>` : ''}
 ${publicationCard(deps, main, 'Website', csrf, base, canWrite, 'main')}
 ${preview && preview.status !== 'unpublished' ? publicationCard(deps, preview, 'Preview', csrf, base, canWrite, 'preview') : ''}
-${form}`;
+${form}
+${enabled ? await siteDomainsCard(deps, m.id, csrf, base, canWrite) : ''}`;
   return sendPage(reply, status, layout({ title: `Site · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes' }));
 }
 
@@ -164,4 +166,5 @@ export function registerSitePages(web: FastifyInstance, deps: AppDeps): void {
   action('unpublish', (o, b) => requestUnpublish(o.ctx, o.loaded.mailbox.id, acct(o), formField(b, 'kind', 10) === 'preview' ? 'preview' : 'main', null));
   action('retry', (o) => retryPublish(o.ctx, o.loaded.mailbox.id, acct(o), null));
   action('slug', (o, b) => renameSlug(o.ctx, o.loaded.mailbox.id, acct(o), formField(b, 'slug', 100).trim(), null));
+  for (const [name, run] of Object.entries(siteDomainActions)) action(name, run);
 }
