@@ -17,7 +17,7 @@ export async function siteDomainsCard(deps: AppDeps, mailboxId: string, csrf: st
   const hidden = (id: string) => html`${csrfInput(csrf)}<input type="hidden" name="domain_id" value="${id}">`;
   const domains = rows.map((r) => {
     const d = presentSiteDomain(deps, r);
-    return html`<section class="domain" data-testid="site-domain"><div class="head"><h3>${d.hostname}</h3><span class="tag${d.status === 'verified' ? ' ok' : d.status === 'failed' ? ' bad' : ''}" role="status">${STATUS_TEXT[d.status]}</span>${d.primary ? html` <span class="tag accent">primary</span>` : ''}</div>
+    return html`<section class="domain" data-testid="site-domain"><div class="head"><h3>${d.hostname}</h3><span>${d.primary ? html`<span class="tag accent">primary</span> ` : ''}<span class="tag${d.status === 'verified' ? ' ok' : d.status === 'failed' ? ' bad' : ''}" role="status">${STATUS_TEXT[d.status]}</span></span></div>
 ${d.status === 'verified' ? html`<p><a href="${d.url}" target="_blank" rel="noopener">${d.url}</a></p>` : ''}
 ${d.error ? html`<p class="small${d.status === 'failed' ? ' error' : ' muted'}">${d.error.message}</p>` : ''}
 <div class="table-wrap"><table><caption class="hint">DNS records to create at your DNS provider${r.last_checked_at ? html` (checked ${formatTime(r.last_checked_at)})` : ''}</caption>
@@ -32,7 +32,7 @@ ${
 }</section>`;
   });
   const add = canWrite
-    ? html`<form method="post" action="${base}/site/domain-add" class="toolbar">${csrfInput(csrf)}<label for="f-domain">Domain</label><input class="grow" id="f-domain" name="hostname" type="text" placeholder="www.example.org" required maxlength="253" autocomplete="off"><button class="secondary" type="submit">Add domain</button></form>
+    ? html`${rows.length ? html`<h3>Add a domain</h3>` : ''}<form method="post" action="${base}/site/domain-add" class="toolbar">${csrfInput(csrf)}<label for="f-domain">Domain</label><input class="grow" id="f-domain" name="hostname" type="text" placeholder="www.example.org" required maxlength="253" autocomplete="off"><button class="secondary" type="submit">Add domain</button></form>
 <p class="hint">Create the records shown, then press Verify. The primary domain becomes the site's address; the site name's address redirects to it.</p>`
     : '';
   if (!rows.length && !canWrite) return html``;
