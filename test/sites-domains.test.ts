@@ -91,6 +91,9 @@ for (const kind of DATABASES) {
       expect(v.body.data.domain).toMatchObject({ status: 'verified', serving: true, error: null });
       expect(v.body.data.domain.verified_at).toBeTruthy();
 
+      // The question Caddy's on-demand TLS asks: yes for this verified host only.
+      expect((await siteFetch(`http://127.0.0.1:${port()}/.well-known/cubby/tls-allowed?domain=${host}`)).status).toBe(200);
+      expect((await siteFetch(`http://127.0.0.1:${port()}/.well-known/cubby/tls-allowed?domain=nope.${root}`)).status).toBe(404);
       const on = await siteFetch(`http://${host}:${port()}/docs/page.html`);
       expect(on.status).toBe(200);
       expect(on.text).toBe('page');
@@ -127,6 +130,7 @@ for (const kind of DATABASES) {
       const del = await app.request('DELETE', `${B(bucket.id)}/${d.id}`, { key: u.key });
       expect(del.status, del.text).toBe(200);
       expect(del.body.data).toEqual({ deleted: true, id: d.id });
+      expect((await siteFetch(`http://127.0.0.1:${port()}/.well-known/cubby/tls-allowed?domain=${host}`)).status).toBe(404);
       const after = await siteFetch(`http://${host}:${port()}/`);
       expect(after.status).toBe(404);
       expect(after.text).toContain('Domain not connected');

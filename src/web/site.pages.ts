@@ -91,7 +91,7 @@ async function renderSite(req: FastifyRequest, reply: FastifyReply, deps: AppDep
 </form></div>
 <div class="card"><h2>Address</h2><form method="post" action="${base}/site/slug" class="toolbar">${csrfInput(csrf)}
 <label for="f-slug">Site name</label><input class="grow" id="f-slug" name="slug" type="text" value="${slug ?? ''}" required maxlength="63" pattern="[a-z0-9-]+" data-slug-check="${base}/site/slug" aria-describedby="slug-status">
-<button class="secondary" type="submit">Rename</button></form><p class="small" id="slug-status" role="status" aria-live="polite"></p><p class="hint">Lower-case letters, digits and dashes. The old address stops working at once.</p></div>`
+<button class="secondary" type="submit">Rename</button></form><p class="small" id="slug-status" role="status" aria-live="polite"></p><p class="hint">Lower-case letters, digits and dashes. The old address redirects to the current one for 30 days.</p></div>`
     : '';
   const body = html`${mailboxHeader({ mailbox: m, tab: 'site', canWrite: mayChange(opened.loaded), canAdmin: mayChange(opened.loaded, 'admin'), csrf })}
 ${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}

@@ -8,7 +8,7 @@ import { baseHeaders, serveEntry } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
 import { emailPage, noSitePage, notFoundPage, passwordPage, unknownHostPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
-import { ACME_PREFIX, acmeChallengeAnswer, canonicalLocation } from './custom-host.ts';
+import { ACME_PREFIX, TLS_ASK_PATH, acmeChallengeAnswer, canonicalLocation, tlsAllowed } from './custom-host.ts';
 import { createTlsSitesServer } from './tls.ts';
 
 // The sites server: published websites on their own origin (never the dashboard's, so a site's
@@ -81,6 +81,10 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     if (customHost && req.url?.startsWith(ACME_PREFIX)) {
       const answer = await acmeChallengeAnswer(deps, key, req.url.slice(ACME_PREFIX.length));
       return answer ? sendText(res, null, 200, answer, 'text/plain') : sendText(res, null, 404, 'Not found', 'text/plain; charset=utf-8');
+    }
+    if (req.url?.startsWith(`${TLS_ASK_PATH}?`)) {
+      const ok = await tlsAllowed(deps, req.url);
+      return sendText(res, null, ok ? 200 : 404, ok ? 'ok' : 'not a verified domain', 'text/plain; charset=utf-8');
     }
     let site = key ? cache.peek(key) : null;
     if (site === undefined) site = await cache.resolve(key!);
