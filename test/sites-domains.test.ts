@@ -178,6 +178,12 @@ for (const kind of DATABASES) {
       const alias = await siteFetch(`http://${host2}:${port()}/p?q=1`);
       expect(alias.status).toBe(301);
       expect(alias.headers.location).toBe(`http://${host}:${port()}/p?q=1`);
+
+      // Once the holder's bucket is deleted, its domains hold nothing: the other site may verify the host.
+      await app.started.deps.db.updateTable('mailboxes').set({ deleted_at: new Date().toISOString() }).where('id', '=', a.bucket.id).execute();
+      const sv3 = await app.request('POST', `${B(other.bucket.id)}/${squat.body.data.domain.id}/verify`, { key: other.u.key });
+      expect(sv3.body.data.domain.status, sv3.text).toBe('verified');
+      expect((await siteFetch(`http://${host2}:${port()}/`)).text).toBe('intruder');
     });
 
     it('password protection works the same on the custom host, with the cookie bound to that host', async () => {

@@ -76,7 +76,18 @@ export async function checkSiteDomain(deps: AppDeps, domainId: string, opts: { r
   const restarting = d.status === 'failed';
   if (restarting) Object.assign(patch, { status: 'pending', setup_expires_at: iso(now.getTime() + SETUP_WINDOW_MS) });
   if (!gap) {
-    const taken = await deps.db.selectFrom('site_domains').select('id').where('verified_key', '=', d.hostname).where('id', '!=', d.id).executeTakeFirst();
+    let taken = await deps.db
+      .selectFrom('site_domains')
+      .innerJoin('mailboxes', 'mailboxes.id', 'site_domains.mailbox_id')
+      .select(['site_domains.id', 'mailboxes.deleted_at'])
+      .where('site_domains.verified_key', '=', d.hostname)
+      .where('site_domains.id', '!=', d.id)
+      .executeTakeFirst();
+    if (taken?.deleted_at) {
+      // A deleted bucket's domain holds nothing any more.
+      await deps.db.deleteFrom('site_domains').where('id', '=', taken.id).execute();
+      taken = undefined;
+    }
     if (taken) {
       Object.assign(patch, { status: d.status === 'verified' ? 'failed' : 'pending', verified_key: null, error: JSON.stringify({ code: 'hostname_taken', message: `${d.hostname} is verified for another site; it must be removed there first.`, retryable: true }) });
     } else {
