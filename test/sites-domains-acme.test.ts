@@ -86,6 +86,10 @@ describe.skipIf(!HAVE_PEBBLE)('ACME certificates for custom site domains (Pebble
         expect(res.cert.subjectaltname).toBe(`DNS:${host}`);
         // An unknown name gets no handshake.
         await expect(httpsGet(tlsPort, `nope.${root}`, ca)).rejects.toThrow();
+        // Plain HTTP on the domain now redirects to https (the challenge path excepted).
+        const plain = await siteFetch(`http://${host}:${sitesPort}/a?b=1`);
+        expect(plain.status).toBe(301);
+        expect(plain.headers.location).toBe(`https://${host}:${tlsPort}/a?b=1`);
         // The slug URL points at the https address.
         expect((await siteFetch(`${p.public_url}/`)).headers.location).toBe(`https://${host}:${tlsPort}/`);
       }, 120_000);

@@ -14,9 +14,12 @@ export async function acmeChallengeAnswer(deps: AppDeps, host: string, token: st
   return row && row.hostname === host ? row.acme_key_authorization : null;
 }
 
-/** Where a request on another host of a site with a verified primary domain goes (301), or null. */
-export function canonicalLocation(deps: AppDeps, key: string, canonicalHost: string | null, req: IncomingMessage): string | null {
-  if (!canonicalHost || key === canonicalHost) return null;
+/**
+ * Where a request on another host of a site with a verified primary domain goes (301), or null;
+ * `sameHost`: the https address of this very host (plain HTTP on a domain with a certificate).
+ */
+export function canonicalLocation(deps: AppDeps, key: string, canonicalHost: string | null, req: IncomingMessage, sameHost = false): string | null {
+  if (!canonicalHost || (key === canonicalHost && !sameHost)) return null;
   const url = req.url ?? '/';
   return `${deps.siteDomainUrl(canonicalHost)}${url.startsWith('/') ? url : '/'}`;
 }

@@ -50,6 +50,8 @@ export interface Site {
   noindex: boolean;
   /** The verified primary custom domain: requests on any other host of the site redirect there. */
   canonicalHost: string | null;
+  /** A custom domain with an ACME certificate: plain HTTP redirects to https. */
+  httpsOnly: boolean;
   bundle: Bundle;
 }
 
@@ -133,6 +135,7 @@ export class SiteCache {
     }
     const row = await q.executeTakeFirst();
     if (!row?.bundle_id) return null;
+    const https = custom && this.deps.config.siteDomains.acme !== null && (await this.deps.db.selectFrom('site_domains').select('cert_status').where('verified_key', '=', key).executeTakeFirst())?.cert_status === 'issued';
     const bundle = await this.bundle(row.bundle_id);
     if (!bundle) return null;
     return {
@@ -144,6 +147,7 @@ export class SiteCache {
       expiresAt: row.expires_at ? Date.parse(row.expires_at) : null,
       noindex: kind === 'preview' || row.access_mode !== 'public',
       canonicalHost: kind === 'main' ? row.site_domain : null,
+      httpsOnly: https,
       bundle,
     };
   }

@@ -97,7 +97,7 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       return sendText(res, null, 404, method === 'HEAD' ? '' : noSitePage(), 'text/html; charset=utf-8');
     }
     // A site with a verified primary domain answers only there: its slug host and other domains redirect.
-    const canonical = canonicalLocation(deps, key!, site.canonicalHost, req);
+    const canonical = canonicalLocation(deps, key!, site.canonicalHost, req) ?? (site.httpsOnly && !(req.socket as { encrypted?: boolean }).encrypted ? canonicalLocation(deps, key!, key, req, true) : null);
     if (canonical) return sendText(res, null, 301, '', 'text/plain; charset=utf-8', { location: canonical });
 
     const url = req.url ?? '/';
