@@ -21,7 +21,7 @@ import { registerSearchTasks } from './search/tasks.ts';
 import { registerAgentAccessTasks } from './agent-auth/agent-access.ts';
 import { startSitesServer, type SitesServer } from './sites/server/sites-server.ts';
 import { registerSiteTasks } from './sites/tasks.ts';
-import { siteOrigin } from './sites/urls.ts';
+import { customDomainOrigin, siteOrigin } from './sites/urls.ts';
 import { registerAddressTasks } from './addresses/tasks.ts';
 import { registerOutboundTasks } from './outbound/tasks.ts';
 import { attachEvents, type EventsOptions, type EventsRuntime } from './events/runtime.ts';
@@ -104,6 +104,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
         siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),
+        siteDomainUrl: (hostname) => customDomainOrigin(config, hostname, sites?.port ?? null),
         domainDns: options.resolver ?? systemResolver(5_000, config.dnsServers ? [...config.dnsServers] : undefined),
         log: logger,
         metrics,

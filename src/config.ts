@@ -50,6 +50,18 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SITES_PORT: port.default(8081),
   // Published sites are served at <slug>.CUBBY_SITES_HOST (default: <slug>.localhost:<sites port>).
   CUBBY_SITES_HOST: z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i, 'must be a host name, optionally with :port').optional(),
+  // Custom site domains (docs/sites.md): the sites server's public addresses, which a domain's A/AAAA
+  // records may name instead of a CNAME; and ACME certificates (off unless a directory is given).
+  CUBBY_SITES_ADDRESSES: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.union([z.ipv4(), z.ipv6()], 'must be IPv4 or IPv6 addresses, comma-separated')).max(20))
+    .default([]),
+  CUBBY_ACME_DIRECTORY: z.url().optional(),
+  CUBBY_ACME_EMAIL: z.email().optional(),
+  // PEM file of a CA to trust for the ACME directory (a private ACME server, or a test one).
+  CUBBY_ACME_CA_FILE: z.string().min(1).optional(),
+  CUBBY_SITES_TLS_PORT: port.default(443),
   CUBBY_PUBLIC_URL: z.url().optional(),
   // Extra Host names /mcp answers besides CUBBY_PUBLIC_URL's host and loopback (DNS-rebinding
   // protection, docs/agent-access.md): `host` (any port) or `host:port`, comma-separated.
@@ -166,6 +178,8 @@ export interface Config {
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
   readonly sitesPort: number;
   readonly sitesHost: string | undefined;
+  /** Custom site domains: A/AAAA targets besides the CNAME, and ACME (null: TLS is the proxy's). */
+  readonly siteDomains: { addresses: readonly string[]; acme: { directoryUrl: string; email: string | undefined; caFile: string | undefined } | null; tlsPort: number };
   readonly publicUrl: string | undefined;
   /** CUBBY_MCP_ALLOWED_HOSTS: more Host names /mcp answers. */
   readonly mcpAllowedHosts: readonly string[];
@@ -229,6 +243,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         : { kind: 'builtin' as const },
     sitesPort: e.CUBBY_SITES_PORT,
     sitesHost: e.CUBBY_SITES_HOST?.toLowerCase(),
+    siteDomains: Object.freeze({
+      addresses: Object.freeze([...e.CUBBY_SITES_ADDRESSES]),
+      acme: e.CUBBY_ACME_DIRECTORY ? Object.freeze({ directoryUrl: e.CUBBY_ACME_DIRECTORY, email: e.CUBBY_ACME_EMAIL, caFile: e.CUBBY_ACME_CA_FILE ? path.resolve(e.CUBBY_ACME_CA_FILE) : undefined }) : null,
+      tlsPort: e.CUBBY_SITES_TLS_PORT,
+    }),
     publicUrl: e.CUBBY_PUBLIC_URL?.replace(/\/+$/, ''),
     mcpAllowedHosts: Object.freeze([...e.CUBBY_MCP_ALLOWED_HOSTS]),
     mailDomain: e.CUBBY_MAIL_DOMAIN.toLowerCase(),

@@ -132,6 +132,12 @@ export const ERROR_CATALOGUE = {
   PUBLICATION_NOT_RETRYABLE: { status: 409, message: 'Only a failed build can be retried.' },
   SITE_SLUG_TAKEN: { status: 409, message: 'Another bucket already uses this site slug.' },
   SITE_LIMIT_REACHED: { status: 403, message: 'The plan allows no more live websites.' },
+  // custom domains of sites (src/sites/domains)
+  SITE_DOMAIN_NOT_FOUND: { status: 404, message: 'Site domain not found.' },
+  SITE_DOMAIN_TAKEN: { status: 409, message: 'This hostname is already verified for another site.' },
+  SITE_DOMAIN_NOT_ALLOWED: { status: 422, message: 'This hostname belongs to the service itself and cannot be a custom domain.' },
+  SITE_DOMAIN_LIMIT_REACHED: { status: 403, message: 'The bucket has as many custom domains as allowed.' },
+  SITE_DOMAIN_SETUP_RATE_LIMITED: { status: 429, message: 'Too many domain setup requests; retry after the given number of seconds.' },
   BUCKET_PUBLISHED: { status: 409, message: 'The bucket has a website; unpublish it and wait until publish_state is no longer unpublishing.' },
   // webhooks and the live subscription (src/webhooks, src/live)
   EMAIL_WEBHOOK_NOT_FOUND: { status: 404, message: 'This mailbox has no webhook; set its URL first.' },

@@ -18,15 +18,19 @@ export interface TestZone {
   addZone(apex: string): void;
   txt(name: string, value: string): void;
   mx(name: string, exchange: string, priority?: number): void;
+  /** Routing records of custom site domains. */
+  cname(name: string, target: string): void;
+  a(name: string, address: string): void;
+  aaaa(name: string, address: string): void;
   /** Removes every record of `type` at `name`. */
-  remove(name: string, type: 'TXT' | 'MX'): void;
+  remove(name: string, type: Rec['type']): void;
   /** Answers SERVFAIL for every name under `suffix` (a DNS outage), until healed. */
   fail(suffix: string): void;
   heal(suffix: string): void;
   close(): Promise<void>;
 }
 
-type Rec = { type: 'TXT'; data: string } | { type: 'MX'; exchange: string; priority: number };
+type Rec = { type: 'TXT'; data: string } | { type: 'MX'; exchange: string; priority: number } | { type: 'CNAME'; domain: string } | { type: 'A' | 'AAAA'; address: string };
 
 export async function startTestZone(): Promise<TestZone> {
   const records = new Map<string, Rec[]>();
@@ -53,6 +57,9 @@ export async function startTestZone(): Promise<TestZone> {
       for (const r of recs) {
         if (r.type === 'TXT' && q.type === Packet.TYPE.TXT) response.answers.push({ ...base, type: Packet.TYPE.TXT, data: r.data });
         if (r.type === 'MX' && q.type === Packet.TYPE.MX) response.answers.push({ ...base, type: Packet.TYPE.MX, exchange: r.exchange, priority: r.priority });
+        if (r.type === 'CNAME' && q.type === Packet.TYPE.CNAME) response.answers.push({ ...base, type: Packet.TYPE.CNAME, domain: r.domain });
+        if (r.type === 'A' && q.type === Packet.TYPE.A) response.answers.push({ ...base, type: Packet.TYPE.A, address: r.address });
+        if (r.type === 'AAAA' && q.type === Packet.TYPE.AAAA) response.answers.push({ ...base, type: Packet.TYPE.AAAA, address: r.address });
       }
       // A name that holds nothing (and is no zone apex nor has names below it) does not exist.
       const exists = zones.has(name) || recs.length > 0 || [...records.keys(), ...zones].some((n) => n.endsWith(`.${name}`));
@@ -69,6 +76,9 @@ export async function startTestZone(): Promise<TestZone> {
     addZone: (apex) => void zones.add(key(apex)),
     txt: (name, data) => add(name, { type: 'TXT', data }),
     mx: (name, exchange, priority = 10) => add(name, { type: 'MX', exchange, priority }),
+    cname: (name, domain) => add(name, { type: 'CNAME', domain }),
+    a: (name, address) => add(name, { type: 'A', address }),
+    aaaa: (name, address) => add(name, { type: 'AAAA', address }),
     remove: (name, type) => void records.set(key(name), (records.get(key(name)) ?? []).filter((r) => r.type !== type)),
     fail: (suffix) => void failing.add(key(suffix)),
     heal: (suffix) => void failing.delete(key(suffix)),

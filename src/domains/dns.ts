@@ -67,3 +67,9 @@ export async function zoneOf(resolve: DnsResolver, hostname: string): Promise<st
 export function dnsUnavailableError(err: DnsUnavailable): AppError {
   return new AppError('EMAIL_DOMAIN_DNS_UNAVAILABLE', undefined, { retryable: true, retry_after: 30, name: err.name_, dns_error: err.code });
 }
+
+/** CNAME targets, or A/AAAA addresses, at `name` (lower-cased, no trailing dot), or [] when there are none. */
+export async function hostValues(resolve: DnsResolver, name: string, rrtype: 'CNAME' | 'A' | 'AAAA'): Promise<string[]> {
+  const rows = await ask<string[]>(resolve, name, rrtype);
+  return (rows ?? []).map((r) => String(r).toLowerCase().replace(/\.$/, '')).filter(Boolean);
+}

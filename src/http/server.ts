@@ -19,6 +19,7 @@ import { registerWeb } from '../web/web.routes.ts';
 import { registerMailboxRoutesR } from '../mailboxes/mailboxes.routes.ts';
 import { registerBucketRoutesA } from '../mailboxes/buckets.routes.ts';
 import { registerPublicationRoutesA } from '../sites/publications.routes.ts';
+import { registerSiteDomainRoutesA } from '../sites/domains/site-domains.routes.ts';
 import { registerFileRoutesR } from '../files/files.routes.ts';
 import { registerEmailRoutesR } from '../emails/emails.routes.ts';
 import { registerSendRoutesR } from '../outbound/send.routes.ts';
@@ -177,6 +178,7 @@ export async function buildHttpServer(deps: AppDeps, logger: any, options: HttpO
       registerBucketRoutesA(a as any);
       registerPublicationRoutesA(a as any);
       registerGitSyncRoutesA(a as any);
+      registerSiteDomainRoutesA(a as any);
       registerBucketFileRoutesA(a as any);
       registerUploadSessionRoutesA(a as any);
       registerAddressRoutesA(a as any);

@@ -132,7 +132,7 @@ export function presentBucket(ctx: RequestCtx, m: MailboxRow, perms: Permissions
     archived,
     archived_at: m.archived_at,
     published: m.site_state === 'published',
-    public_url: m.site_state === 'published' && m.site_slug ? ctx.siteUrl(m.site_slug) : null,
+    public_url: m.site_state === 'published' && m.site_slug ? (m.site_domain ? ctx.siteDomainUrl(m.site_domain) : ctx.siteUrl(m.site_slug)) : null,
     dashboard_url: `${ctx.publicUrl()}/mailboxes/${m.id}`,
     inbound_email: presentInboundEmail(m, access, opts.includeInboundEmail),
     github_sync: presentBucketGitSync(m),

@@ -8,7 +8,9 @@ import type { PublicationsTable } from './sites.schema.ts';
 // clients filter on: `bucket_bundle` for a bucket's main site, `preview` for its preview; the
 // password is also under `access_password`, the name those clients read (docs/compat.md).
 
-export function publicUrlOf(deps: AppDeps, p: Pick<PublicationsTable, 'kind' | 'public_slug'>): string {
+/** The site's address: its verified primary custom domain (main site), else its slug host. */
+export function publicUrlOf(deps: AppDeps, p: Pick<PublicationsTable, 'kind' | 'public_slug'> & { site_domain?: string | null }): string {
+  if (p.kind === 'main' && p.site_domain) return deps.siteDomainUrl(p.site_domain);
   return deps.siteUrl(hostLabel(p.kind, p.public_slug));
 }
 

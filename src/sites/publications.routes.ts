@@ -99,7 +99,7 @@ export function registerPublicationRoutesA(app: App) {
       return {
         data: {
           public_slug: r.slug,
-          public_url: publicUrlOf(req.ctx, { kind: 'main', public_slug: r.slug }),
+          public_url: publicUrlOf(req.ctx, { kind: 'main', public_slug: r.slug, site_domain: r.main?.site_domain }),
           preview_url: req.ctx.siteUrl(hostLabel('preview', r.slug)),
           publication: r.main ? presentPublication(req.ctx, r.main, { owner: true }) : null,
           preview: r.preview ? presentPublication(req.ctx, r.preview, { owner: true }) : null,

@@ -122,7 +122,7 @@ async function savePublication(ctx: RequestCtx, loaded: LoadedMailbox, kind: Pub
           seq = 1;
           await trx
             .insertInto('publications')
-            .values({ id, account_id: m.account_id, mailbox_id: m.id, kind, ...values, access_epoch: 1, request_seq: seq, build_job_id: null, bundle_id: null, created_by_user_id: ctx.actor.userId, created_by_api_key_id: ctx.actor.apiKeyId, created_at: iso(now) })
+            .values({ id, account_id: m.account_id, mailbox_id: m.id, kind, ...values, site_domain: kind === 'main' ? m.site_domain : null, access_epoch: 1, request_seq: seq, build_job_id: null, bundle_id: null, created_by_user_id: ctx.actor.userId, created_by_api_key_id: ctx.actor.apiKeyId, created_at: iso(now) })
             .execute();
         }
         await queueBuild(ctx, trx, id, seq);

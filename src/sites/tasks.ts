@@ -1,4 +1,5 @@
 import type { AppDeps } from '../context.ts';
+import { registerSiteDomainTasks } from './domains/tasks.ts';
 import type { Worker } from '../jobs/worker.ts';
 import { iso } from '../time.ts';
 import { runBuild } from './build/run.ts';
@@ -20,6 +21,7 @@ export function registerSiteTasks(worker: Worker, deps: AppDeps, log: { error: (
   worker.register(UNPUBLISH_TASK, { handler: (payload: UnpublishPayload) => finishUnpublish(deps, payload) });
   worker.register('sites.sweep', { handler: async () => void (await sweepSites(deps)), leaseMs: 5 * MINUTE });
   worker.every('sites.sweep', MINUTE);
+  registerSiteDomainTasks(worker, deps);
 }
 
 export async function finishUnpublish(deps: AppDeps, payload: UnpublishPayload): Promise<void> {

@@ -46,3 +46,26 @@ export function sitesHostOverlapsDashboard(sitesHost: string, publicUrl: string)
   const sites = sitesHost.toLowerCase().replace(/:\d+$/, '');
   return dashboard === sites || dashboard.endsWith(`.${sites}`) || sites.endsWith(`.${dashboard}`);
 }
+
+/**
+ * The origin of a site on a custom domain: https when certificates come from ACME (or the sites
+ * host is served over https behind a proxy), without a port in production; with the sites port by
+ * default (development and tests, where nothing listens on 80 or 443).
+ */
+export function customDomainOrigin(config: Config, hostname: string, boundPort: number | null): string {
+  if (config.siteDomains.acme) return `https://${hostname}${config.siteDomains.tlsPort === 443 ? '' : `:${config.siteDomains.tlsPort}`}`;
+  if (config.sitesHost) return `${config.publicUrl?.startsWith('https:') ? 'https' : 'http'}://${hostname}`;
+  return `http://${hostname}:${boundPort ?? config.sitesPort}`;
+}
+
+/**
+ * What a request is for, from its Host header: a host label of ours (`docs`, `preview-docs`; no
+ * dots), else a custom hostname (lower case, no port or trailing dot; always holds a dot), else null.
+ * The two never collide, so one cache serves both.
+ */
+export function siteKeyFromHost(config: Config, hostHeader: string | undefined): string | null {
+  const label = labelFromHost(config, hostHeader);
+  if (label || !hostHeader) return label;
+  const name = hostHeader.toLowerCase().replace(/:\d{1,5}$/, '').replace(/\.$/, '');
+  return name.length <= 253 && /^[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63})+$/.test(name) ? name : null;
+}

@@ -16,6 +16,7 @@ import { addressChip, attempt, refusalText } from './ui.ts';
 import { mailboxBase, mailboxHeader, mailboxName } from './mailbox.views.ts';
 import { notFound } from './mailbox.pages.ts';
 import { folderListing } from './files.data.ts';
+import { siteDomainActions, siteDomainsCard } from './site-domains.views.ts';
 
 // The mailbox's website: publish (or a 24-hour preview), unpublish, the build's state (the page
 // refreshes itself while a build runs), the public URL, access mode with the password, SPA mode,
@@ -90,7 +91,7 @@ async function renderSite(req: FastifyRequest, reply: FastifyReply, deps: AppDep
 </form></div>
 <div class="card"><h2>Address</h2><form method="post" action="${base}/site/slug" class="toolbar">${csrfInput(csrf)}
 <label for="f-slug">Site name</label><input class="grow" id="f-slug" name="slug" type="text" value="${slug ?? ''}" required maxlength="63" pattern="[a-z0-9-]+" data-slug-check="${base}/site/slug" aria-describedby="slug-status">
-<button class="secondary" type="submit">Rename</button></form><p class="small" id="slug-status" role="status" aria-live="polite"></p><p class="hint">Lower-case letters, digits and dashes. The old address stops working at once.</p></div>`
+<button class="secondary" type="submit">Rename</button></form><p class="small" id="slug-status" role="status" aria-live="polite"></p><p class="hint">Lower-case letters, digits and dashes. The old address redirects to the current one for 30 days.</p></div>`
     : '';
   const body = html`${mailboxHeader({ mailbox: m, tab: 'site', canWrite: mayChange(opened.loaded), canAdmin: mayChange(opened.loaded, 'admin'), csrf })}
 ${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}
@@ -103,6 +104,7 @@ ${m.archived_at ? html`<div class="alert info" role="note">The mailbox is archiv
 ${publicationCard(deps, main, 'Website', csrf, base, canWrite, 'main')}
 ${preview && preview.status !== 'unpublished' ? publicationCard(deps, preview, 'Preview', csrf, base, canWrite, 'preview') : ''}
 ${form}
+${enabled ? await siteDomainsCard(deps, m.id, csrf, base, canWrite) : ''}
 <p><a href="${base}/git">Git sync</a>: keep this mailbox in step with a branch of a git repository, and rebuild the site on every push.</p>`;
   return sendPage(reply, status, layout({ title: `Site · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes' }));
 }
@@ -165,4 +167,5 @@ export function registerSitePages(web: FastifyInstance, deps: AppDeps): void {
   action('unpublish', (o, b) => requestUnpublish(o.ctx, o.loaded.mailbox.id, acct(o), formField(b, 'kind', 10) === 'preview' ? 'preview' : 'main', null));
   action('retry', (o) => retryPublish(o.ctx, o.loaded.mailbox.id, acct(o), null));
   action('slug', (o, b) => renameSlug(o.ctx, o.loaded.mailbox.id, acct(o), formField(b, 'slug', 100).trim(), null));
+  for (const [name, run] of Object.entries(siteDomainActions)) action(name, run);
 }

@@ -20,6 +20,15 @@ export function noSitePage(): string {
   return page('No site here', '<h1>No site here</h1><p>No website is published at this address, or it has been taken down.</p>', true);
 }
 
+/** A custom hostname that routes to no site here: not added, or its DNS check has not passed yet. */
+export function unknownHostPage(host: string): string {
+  return page(
+    'Domain not connected',
+    `<h1>Domain not connected</h1><p>${escapeHtml(host)} points at this service, but no website answers on it: it has not been added to a site, or its DNS records have not been verified yet.</p>`,
+    true,
+  );
+}
+
 const errorLine = (error: string | null) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 
 export function passwordPage(next: string, error: string | null): string {

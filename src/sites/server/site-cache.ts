@@ -5,7 +5,7 @@ import { isHashedAsset } from '../build/content-types.ts';
 import { readBlob } from '../build/generate.ts';
 
 // What the sites server keeps in memory, all of it safe to lose:
-// - host label → the publication it serves (1 s time to live; changes made in this process drop it
+// - host label or custom hostname → the publication it serves (1 s time to live; changes made in this process drop it
 //   at once, other nodes' changes show within the TTL);
 // - bundle id → its manifest (bundles never change, so no expiry; bounded by count);
 // - blob sha256 → bytes, for small blobs (content-addressed, so never stale; bounded by bytes).
@@ -48,6 +48,10 @@ export interface Site {
   accessEpoch: number;
   expiresAt: number | null;
   noindex: boolean;
+  /** The verified primary custom domain: requests on any other host of the site redirect there. */
+  canonicalHost: string | null;
+  /** A custom domain with an ACME certificate: plain HTTP redirects to https. */
+  httpsOnly: boolean;
   bundle: Bundle;
 }
 
@@ -104,25 +108,34 @@ export class SiteCache {
     return p;
   }
 
-  private async load(label: string): Promise<Site | null> {
-    const kind: PublicationKind = label.startsWith('preview-') ? 'preview' : 'main';
-    const slug = kind === 'preview' ? label.slice('preview-'.length) : label;
-    const row = await this.deps.db
+  /**
+   * `key` is a host label of ours (`docs`, `preview-docs`) or a custom hostname (it holds a dot):
+   * only a verified custom domain routes to a site, and only to the main site of its own bucket.
+   */
+  private async load(key: string): Promise<Site | null> {
+    const custom = key.includes('.');
+    const kind: PublicationKind = !custom && key.startsWith('preview-') ? 'preview' : 'main';
+    let q = this.deps.db
       .selectFrom('publications')
       .innerJoin('mailboxes', 'mailboxes.id', 'publications.mailbox_id')
       .innerJoin('accounts', 'accounts.id', 'publications.account_id')
-      .select(['publications.id', 'publications.site_mode', 'publications.access_mode', 'publications.access_epoch', 'publications.expires_at', 'publications.bundle_id'])
+      .select(['publications.id', 'publications.site_mode', 'publications.access_mode', 'publications.access_epoch', 'publications.expires_at', 'publications.bundle_id', 'publications.site_domain'])
       .where('publications.kind', '=', kind)
-      .where('publications.public_slug', '=', slug)
       .where('publications.status', '=', 'published')
       .where('publications.bundle_id', 'is not', null)
       .where('mailboxes.archived_at', 'is', null)
       .where('mailboxes.deleted_at', 'is', null)
       // An operator switching publishing off takes the account's sites down too.
       .where('accounts.website_publishing_enabled', '=', 1)
-      .where('accounts.suspended_at', 'is', null)
-      .executeTakeFirst();
+      .where('accounts.suspended_at', 'is', null);
+    if (custom) {
+      q = q.innerJoin('site_domains', 'site_domains.mailbox_id', 'publications.mailbox_id').where('site_domains.verified_key', '=', key);
+    } else {
+      q = q.where('publications.public_slug', '=', kind === 'preview' ? key.slice('preview-'.length) : key);
+    }
+    const row = await q.executeTakeFirst();
     if (!row?.bundle_id) return null;
+    const https = custom && this.deps.config.siteDomains.acme !== null && (await this.deps.db.selectFrom('site_domains').select('cert_status').where('verified_key', '=', key).executeTakeFirst())?.cert_status === 'issued';
     const bundle = await this.bundle(row.bundle_id);
     if (!bundle) return null;
     return {
@@ -133,6 +146,8 @@ export class SiteCache {
       accessEpoch: Number(row.access_epoch),
       expiresAt: row.expires_at ? Date.parse(row.expires_at) : null,
       noindex: kind === 'preview' || row.access_mode !== 'public',
+      canonicalHost: kind === 'main' ? row.site_domain : null,
+      httpsOnly: https,
       bundle,
     };
   }

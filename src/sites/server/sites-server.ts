@@ -2,12 +2,14 @@ import { performance } from 'node:perf_hooks';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AppDeps } from '../../context.ts';
-import { labelFromHost } from '../urls.ts';
+import { labelFromHost, siteKeyFromHost } from '../urls.ts';
 import { SiteCache, type FileEntry, type Site } from './site-cache.ts';
 import { baseHeaders, serveEntry } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
-import { emailPage, noSitePage, notFoundPage, passwordPage } from './pages.ts';
+import { emailPage, noSitePage, notFoundPage, passwordPage, unknownHostPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
+import { ACME_PREFIX, TLS_ASK_PATH, acmeChallengeAnswer, canonicalLocation, tlsAllowed } from './custom-host.ts';
+import { createTlsSitesServer } from './tls.ts';
 
 // The sites server: published websites on their own origin (never the dashboard's, so a site's
 // scripts can never read the dashboard's cookies), routed by the Host header. Plain node:http: each
@@ -18,6 +20,8 @@ const ROBOTS_NOINDEX = 'User-agent: *\nDisallow: /\n';
 
 export interface SitesServer {
   port: number;
+  /** The TLS listener's port (ACME on), else null. */
+  tlsPort: number | null;
   close(): Promise<void>;
 }
 
@@ -70,17 +74,31 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
   const scheme = secure ? 'https' : 'http';
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const label = labelFromHost(deps.config, req.headers.host);
+    // A host label of ours (`docs`, `preview-docs`) or a custom hostname (src/sites/urls.ts).
+    const key = siteKeyFromHost(deps.config, req.headers.host);
+    const customHost = key !== null && key.includes('.');
     const method = req.method ?? 'GET';
-    let site = label ? cache.peek(label) : null;
-    if (site === undefined) site = await cache.resolve(label!);
+    if (customHost && req.url?.startsWith(ACME_PREFIX)) {
+      const answer = await acmeChallengeAnswer(deps, key, req.url.slice(ACME_PREFIX.length));
+      return answer ? sendText(res, null, 200, answer, 'text/plain') : sendText(res, null, 404, 'Not found', 'text/plain; charset=utf-8');
+    }
+    if (req.url?.startsWith(`${TLS_ASK_PATH}?`)) {
+      const ok = await tlsAllowed(deps, req.url);
+      return sendText(res, null, ok ? 200 : 404, ok ? 'ok' : 'not a verified domain', 'text/plain; charset=utf-8');
+    }
+    let site = key ? cache.peek(key) : null;
+    if (site === undefined) site = await cache.resolve(key!);
     if (site && site.expiresAt !== null && site.expiresAt <= deps.now().getTime()) site = null;
     if (!site) {
+      if (customHost) return sendText(res, null, 404, method === 'HEAD' ? '' : unknownHostPage(key), 'text/html; charset=utf-8');
       // A renamed slug: 301 to the same path on the current address (the raw, still-encoded URL).
-      const moved = label ? await renamedSlugOrigin(deps, label) : null;
+      const moved = key ? await renamedSlugOrigin(deps, key) : null;
       if (moved) return sendText(res, null, 301, '', 'text/plain; charset=utf-8', { location: `${moved}${(req.url ?? '/').startsWith('/') ? req.url : '/'}` });
       return sendText(res, null, 404, method === 'HEAD' ? '' : noSitePage(), 'text/html; charset=utf-8');
     }
+    // A site with a verified primary domain answers only there: its slug host and other domains redirect.
+    const canonical = canonicalLocation(deps, key!, site.canonicalHost, req) ?? (site.httpsOnly && !(req.socket as { encrypted?: boolean }).encrypted ? canonicalLocation(deps, key!, key, req, true) : null);
+    if (canonical) return sendText(res, null, 301, '', 'text/plain; charset=utf-8', { location: canonical });
 
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -100,9 +118,11 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       const form = await readForm(req);
       if (!form) return sendText(res, site, 400, 'Bad request', 'text/plain; charset=utf-8');
       const send: Send = (status, body, headers = {}) => sendText(res, site, status, body, 'text/html; charset=utf-8', headers);
-      if (path === '.cubby/password' && site.accessMode === 'password') return postPassword(deps, site, req, form, send, secure);
-      if (path === '.cubby/email' && site.accessMode === 'require_email') return postEmail(deps, site, req, form, send, `${scheme}://${req.headers.host}`);
-      if (path === '.cubby/code' && site.accessMode === 'require_email') return postCode(deps, site, req, form, send, secure);
+      // Served over our own TLS (ACME certificates on custom domains): the cookie is Secure too.
+      const overTls = secure || (req.socket as { encrypted?: boolean }).encrypted === true;
+      if (path === '.cubby/password' && site.accessMode === 'password') return postPassword(deps, site, req, form, send, overTls);
+      if (path === '.cubby/email' && site.accessMode === 'require_email') return postEmail(deps, site, req, form, send, `${overTls ? 'https' : scheme}://${req.headers.host}`);
+      if (path === '.cubby/code' && site.accessMode === 'require_email') return postCode(deps, site, req, form, send, overTls);
       return sendText(res, site, 404, notFoundPage(true), 'text/html; charset=utf-8');
     }
     if (method !== 'GET' && method !== 'HEAD') return sendText(res, site, 405, 'Method not allowed', 'text/plain; charset=utf-8', { allow: 'GET, HEAD' });
@@ -150,18 +170,25 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
 
 export async function startSitesServer(deps: AppDeps, host: string, port: number, log: { error: (o: unknown, m: string) => void }): Promise<SitesServer> {
   const cache = new SiteCache(deps);
-  const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, createSitesHandler(deps, cache, log));
+  const handler = createSitesHandler(deps, cache, log);
+  const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, handler);
   server.keepAliveTimeout = 5000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
+  const listen = (s: http.Server, p: number) =>
+    new Promise<void>((resolve, reject) => {
+      s.once('error', reject);
+      s.listen(p, host, () => resolve());
+    });
+  await listen(server, port);
+  // With ACME, custom domains are also served over TLS here, each with its own certificate (SNI).
+  const tls = deps.config.siteDomains.acme ? createTlsSitesServer(deps, handler) : null;
+  if (tls) await listen(tls, deps.config.siteDomains.tlsPort);
   return {
     port: (server.address() as AddressInfo).port,
+    tlsPort: tls ? (tls.address() as AddressInfo).port : null,
     async close() {
       cache.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of [server, tls]) s?.closeAllConnections();
+      await Promise.all([server, tls].map((s) => s && new Promise<void>((resolve) => s.close(() => resolve()))));
     },
   };
 }

@@ -13,5 +13,10 @@ export async function renamedSlugOrigin(deps: AppDeps, label: string): Promise<s
   if (await deps.db.selectFrom('site_slugs').select('slug').where('slug', '=', slug).executeTakeFirst()) return null;
   const current = await deps.db.selectFrom('site_slugs').select('slug').where('mailbox_id', '=', row.mailbox_id).executeTakeFirst();
   if (!current || current.slug === slug) return null;
+  if (!preview) {
+    // The current address is the verified primary custom domain when there is one.
+    const m = await deps.db.selectFrom('mailboxes').select('site_domain').where('id', '=', row.mailbox_id).executeTakeFirst();
+    if (m?.site_domain) return deps.siteDomainUrl(m.site_domain);
+  }
   return deps.siteUrl(preview ? `preview-${current.slug}` : current.slug);
 }

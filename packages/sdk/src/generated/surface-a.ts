@@ -352,6 +352,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/buckets/{id}/custom_domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The custom domains of the bucket's website */
+        get: operations["listSiteDomains"];
+        put?: never;
+        /**
+         * Add a custom domain to the website (201; 200 when the bucket has it already); DNS is checked at once
+         * @description Publish the returned dns_records (ownership TXT, and a CNAME or A/AAAA), then call verify. A hostname verified for another site answers 409 SITE_DOMAIN_TAKEN.
+         */
+        post: operations["addSiteDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/custom_domains/{domain_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a custom domain of the website */
+        get: operations["getSiteDomain"];
+        put?: never;
+        post?: never;
+        /** Remove the domain: the site stops answering on it at once */
+        delete: operations["removeSiteDomain"];
+        options?: never;
+        head?: never;
+        /** Make the domain the site's primary address (or not) */
+        patch: operations["updateSiteDomain"];
+        trace?: never;
+    };
+    "/api/v1/buckets/{id}/custom_domains/{domain_id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check the DNS records now (200 with the outcome; a failed domain starts a new 7-day window) */
+        post: operations["verifySiteDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/direct_uploads": {
         parameters: {
             query?: never;
@@ -1406,6 +1463,110 @@ export interface components {
             access_password?: string | null;
             /** @description Owner side, once ready: what to send to visitors */
             share_text?: string;
+        };
+        /**
+         * @description A custom domain of a bucket's website, with the DNS records that prove ownership and route it here.
+         * @example {
+         *       "id": "sdm_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "bucket_id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "hostname": "www.example.org",
+         *       "status": "pending",
+         *       "primary": true,
+         *       "url": "https://www.example.org",
+         *       "serving": false,
+         *       "dns_records": [
+         *         {
+         *           "type": "TXT",
+         *           "name": "_cubby-verification.www.example.org",
+         *           "value": "cubby-verification=3x4mpl3t0k3n",
+         *           "purpose": "ownership",
+         *           "zone": "example.org",
+         *           "relative_name": "_cubby-verification.www",
+         *           "status": "missing"
+         *         },
+         *         {
+         *           "type": "CNAME",
+         *           "name": "www.example.org",
+         *           "value": "sites.cubby.example",
+         *           "purpose": "routing",
+         *           "zone": "example.org",
+         *           "relative_name": "www",
+         *           "status": "missing"
+         *         }
+         *       ],
+         *       "error": {
+         *         "code": "ownership_record_missing",
+         *         "message": "The TXT record _cubby-verification.www.example.org was not found with the expected value.",
+         *         "retryable": true
+         *       },
+         *       "tls": {
+         *         "mode": "proxy",
+         *         "status": null,
+         *         "expires_at": null,
+         *         "error": null
+         *       },
+         *       "verified_at": null,
+         *       "last_checked_at": "2026-11-24T10:00:00.000Z",
+         *       "setup_expires_at": "2026-12-01T10:00:00.000Z",
+         *       "created_at": "2026-11-24T10:00:00.000Z",
+         *       "updated_at": "2026-11-24T10:00:00.000Z"
+         *     }
+         */
+        SiteDomain: {
+            id: string;
+            bucket_id: string;
+            /** @description Lower case, A-label (punycode) form */
+            hostname: string;
+            /**
+             * @description pending: records not seen yet; verified: the site answers on it; failed: setup window passed or records gone for a day
+             * @enum {string}
+             */
+            status: "pending" | "verified" | "failed";
+            /** @description The site's main address: its slug URL and other domains redirect here once verified */
+            primary: boolean;
+            url: string;
+            serving: boolean;
+            dns_records: {
+                /**
+                 * @description ALIAS: an ALIAS/ANAME or flattened CNAME at a root domain, where a CNAME is not allowed
+                 * @enum {string}
+                 */
+                type: "TXT" | "CNAME" | "A" | "AAAA" | "ALIAS";
+                name: string;
+                value: string;
+                /** @enum {string} */
+                purpose: "ownership" | "routing";
+                zone: string;
+                /** @description name relative to zone (@ for the apex), as DNS providers' forms want it */
+                relative_name: string;
+                /**
+                 * @description What the last check found
+                 * @enum {string}
+                 */
+                status: "found" | "missing" | "unchecked";
+            }[];
+            error: {
+                code: string;
+                message: string;
+                retryable: boolean;
+            } | null;
+            tls: {
+                /**
+                 * @description proxy: TLS is the reverse proxy's; acme: certificates from CUBBY_ACME_DIRECTORY
+                 * @enum {string}
+                 */
+                mode: "proxy" | "acme";
+                status: ("none" | "pending" | "issued" | "failed") | null;
+                expires_at: string | null;
+                error: string | null;
+            };
+            verified_at: string | null;
+            last_checked_at: string | null;
+            setup_expires_at: string | null;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp with milliseconds */
+            updated_at: string;
         };
         /**
          * @description A batch upload session: it holds the mailbox write lock until finalized or cancelled.
@@ -5006,6 +5167,716 @@ export interface operations {
                 };
             };
             /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listSiteDomains: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domains: components["schemas"]["SiteDomain"][];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    addSiteDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An exact host name such as www.example.org (international names are stored in punycode form) */
+                    hostname: string;
+                    /** @description Make it the site's main address (default: true for the bucket's first domain) */
+                    primary?: boolean | null;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["SiteDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["SiteDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `SITE_DOMAIN_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`, `SITE_DOMAIN_TAKEN`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`, `SITE_DOMAIN_NOT_ALLOWED`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`, `SITE_DOMAIN_SETUP_RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getSiteDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description sdm_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["SiteDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `SITE_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    removeSiteDomain: {
+        parameters: {
+            query?: {
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description sdm_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Deleted"];
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `SITE_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    updateSiteDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description sdm_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    primary: boolean;
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["SiteDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `SITE_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    verifySiteDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description bkt_… id */
+                id: string;
+                /** @description sdm_… id */
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            domain: components["schemas"]["SiteDomain"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`, `SITE_DOMAIN_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`, `SITE_DOMAIN_SETUP_RATE_LIMITED`. */
             429: {
                 headers: {
                     [name: string]: unknown;
