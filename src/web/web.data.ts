@@ -11,6 +11,8 @@ export interface MembershipView {
   status: AccountStatus;
   suspended: boolean;
   role: MembershipRole;
+  /** A client account the person reaches as the owner of its agency (not as a member of it). */
+  viaAgency?: boolean;
 }
 
 export async function listMemberships(db: Kysely<DB>, userId: string): Promise<MembershipView[]> {

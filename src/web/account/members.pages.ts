@@ -3,7 +3,7 @@ import type { AppDeps } from '../../context.ts';
 import type { MembershipRole } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { changeMember, inviteMember, isRole, listInvitations, listMembers, revokeInvitation, transferOwnership, ROLES } from '../../accounts/members.service.ts';
-import { PLANS } from '../../accounts/plans.ts';
+import { AGENCY_MAX_PEOPLE, PLANS } from '../../accounts/plans.ts';
 import { readAgentHeaders } from '../../auth/credential.ts';
 import { formatTime, html, sendPage } from '../html.ts';
 import { csrfInput, formField, input, type FormBody } from '../forms.ts';
@@ -50,7 +50,7 @@ ${m.role === 'collaborator' && mailboxes.length ? html`<details><summary>Mailbox
 <fieldset><legend>Mailboxes ${m.name} may reach <span class="hint">(none ticked: all)</span></legend>${mailboxes.map(
             (b, j) => html`<label class="choice" for="acc-${i}-${j}"><input type="checkbox" id="acc-${i}-${j}" name="mailbox_ids" value="${b.id}"${m.mailboxIds.includes(b.id) ? html` checked` : ''}> ${b.title || b.id}</label>`,
           )}</fieldset><button type="submit">Save access</button></form></details>` : ''}
-${owner && m.role !== 'owner' ? html`<form method="post" action="/account/members/transfer" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}"><button class="danger" type="submit">Make owner instead of me</button></form>` : ''}`
+${owner && !cur.viaAgency && m.role !== 'owner' ? html`<form method="post" action="/account/members/transfer" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}"><button class="danger" type="submit">Make owner instead of me</button></form>` : ''}`
         : self
           ? html`<span class="muted">you</span>`
           : '';
@@ -76,6 +76,7 @@ ${
     : html`<p class="muted">Only owners and administrators can invite or change members.</p>`;
   const body = html`<h1>Members of ${cur.name}</h1>
 ${flash('good', notice ? DONE[notice] : undefined)}
+${cur.viaAgency ? html`<p class="hint">A client account of your agency: you manage its members as the agency’s owner. People you invite join this client account only, and count towards the agency’s ${AGENCY_MAX_PEOPLE} people.</p>` : ''}
 <div class="card"><h2>People <span class="hint">(${members.length}${max === null ? '' : ` of ${max}`} on the ${cur.plan} plan${invitations.length ? `, ${invitations.length} invited` : ''})</span></h2>
 <table><thead><tr><th>Person</th><th>Role</th><th>Access</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${rows}</tbody></table></div>
 ${pending.length ? html`<div class="card"><h2>Pending invitations</h2><table><thead><tr><th>Email</th><th>Role</th><th>Expires</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${pending}</tbody></table></div>` : ''}
