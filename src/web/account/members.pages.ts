@@ -34,13 +34,13 @@ async function membersPage(deps: AppDeps, p: AccountPage, notice?: string) {
   const owner = cur.role === 'owner';
   const members = await listMembers(deps.db, cur.accountId);
   const invitations = admin ? await listInvitations(deps.db, cur.accountId, deps.now()) : [];
-  const { mailboxes } = await listMailboxes(deps.db, [cur.accountId]);
+  const { mailboxes } = await listMailboxes(deps.db, [cur.accountId], { userId: p.session.user.id });
   const boxName = new Map(mailboxes.map((b) => [b.id, b.title || b.id]));
   const max = PLANS[cur.plan].max_account_members;
   const hidden = html`${csrfInput(p.csrf)}<input type="hidden" name="account_id" value="${cur.accountId}">`;
   const rows = members.map((m, i) => {
     const self = m.userId === p.session.user.id;
-    const access = m.role === 'collaborator' && m.mailboxIds.length ? m.mailboxIds.map((id) => boxName.get(id) ?? id).join(', ') : 'all mailboxes';
+    const access = m.role === 'collaborator' && m.mailboxIds.length ? m.mailboxIds.map((id) => boxName.get(id) ?? 'a mailbox you cannot open').join(', ') : 'all mailboxes';
     const manage =
       admin && !self && (owner || m.role !== 'owner')
         ? html`<form method="post" action="/account/members/role" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}">
