@@ -78,7 +78,7 @@ ${
 ${flash('good', notice ? DONE[notice] : undefined)}
 ${cur.viaAgency ? html`<p class="hint">A client account of your agency: you manage its members as the agency’s owner. People you invite join this client account only, and count towards the agency’s ${AGENCY_MAX_PEOPLE} people.</p>` : ''}
 <div class="card"><h2>People <span class="hint">(${members.length}${max === null ? '' : ` of ${max}`} on the ${cur.plan} plan${invitations.length ? `, ${invitations.length} invited` : ''})</span></h2>
-<table><thead><tr><th>Person</th><th>Role</th><th>Access</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${rows}</tbody></table></div>
+<table><thead><tr><th>Person</th><th>Role</th><th>Access</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${rows.length ? rows : html`<tr><td colspan="4" class="muted">No members yet${cur.viaAgency ? ': you manage this client account through your agency' : ''}.</td></tr>`}</tbody></table></div>
 ${pending.length ? html`<div class="card"><h2>Pending invitations</h2><table><thead><tr><th>Email</th><th>Role</th><th>Expires</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${pending}</tbody></table></div>` : ''}
 ${inviteForm}`;
   return accountLayout(p, 'Members', '/account/members', body);
