@@ -249,5 +249,37 @@ describe.skipIf(!HAVE_CHROMIUM)(browserSuiteTitle('account bad input in a browse
         await page.close();
       }
     });
+
+    it('security page: a wrong current password changes nothing; sign out everywhere else ends the other sessions', async () => {
+      const { app } = env();
+      const base = app.base;
+      const user = await app.user({ name: 'Sam Sessions' });
+      const elsewhere = new WebClient(base);
+      expect((await elsewhere.signIn(user.email, PASSWORD)).status).toBe(303);
+      await browser().clearCookies();
+      const page = await browser().newPage();
+      try {
+        await signIn(page, base, user.email);
+        await page.goto(`${base}/account/security`);
+        await expect(page.getByText('this browser').isVisible()).resolves.toBe(true);
+        await page.getByLabel('Current password').fill('not my password');
+        await page.getByLabel('New password').fill('another long passphrase');
+        await page.getByRole('button', { name: 'Change password' }).click();
+        await page.waitForLoadState();
+        expect(await text(page)).toContain('Your current password is not correct');
+        await expectAccessible(page);
+        expect((await elsewhere.get('/account')).status).toBe(200);
+
+        await page.goto(`${base}/account/security`);
+        await Promise.all([page.waitForURL(/done=ended_all/), page.getByRole('button', { name: 'Sign out everywhere else' }).click()]);
+        await expectAccessible(page);
+        await screenshot(page, `sessions-ended-${app.kind}`);
+        expect((await elsewhere.get('/account')).status).toBe(303);
+        await page.goto(`${base}/account`);
+        expect(new URL(page.url()).pathname).toBe('/account');
+      } finally {
+        await page.close();
+      }
+    });
   });
 });
