@@ -89,6 +89,10 @@ export async function listInvitations(db: Kysely<DB>, accountId: string, now: Da
  */
 async function assertCapacity(db: Kysely<DB>, accountId: string, now: Date, newcomer: string): Promise<void> {
   const account = await db.selectFrom('accounts').select(['plan', 'kind', 'parent_account_id']).where('id', '=', accountId).executeTakeFirstOrThrow();
+  // Lock the group's first account (the agency, or the account itself) so that two invitations
+  // racing into the same agency or account count one after the other (Postgres row lock; SQLite
+  // transactions are serialized anyway), as createClientAccount does.
+  await db.updateTable('accounts').set({ updated_at: iso(now) }).where('id', '=', account.parent_account_id ?? accountId).execute();
   const max = PLANS[account.plan].max_account_members;
   if (max !== null) {
     const members = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();

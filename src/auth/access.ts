@@ -176,5 +176,7 @@ export async function visibleMailboxIdsAcross(db: Kysely<DB>, cred: Credential, 
   const open = [...reachable.values()].filter((r) => !(r.role === 'collaborator' && r.mailboxLimit)).map((r) => r.account.id);
   const ids = limited.flatMap((r) => r.mailboxLimit!);
   if (open.length) ids.push(...(await db.selectFrom('mailboxes').select('id').where('account_id', 'in', open).where('deleted_at', 'is', null).execute()).map((m) => m.id));
-  return byKey === null ? ids : byKey.filter((id) => ids.includes(id));
+  if (byKey === null) return ids;
+  const seen = new Set(ids);
+  return byKey.filter((id) => seen.has(id));
 }
