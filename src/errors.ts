@@ -27,6 +27,9 @@ export const ERROR_CATALOGUE = {
   IDEMPOTENCY_KEY_CONFLICT: { status: 409, message: 'This Idempotency-Key was used with a different request.' },
   // accounts
   ACCOUNT_NOT_FOUND: { status: 404, message: 'Account not found.' },
+  ACCOUNT_LOGO_TOO_LARGE: { status: 413, message: 'The logo is larger than 512 KB; upload a smaller image.' },
+  ACCOUNT_LOGO_UNSUPPORTED: { status: 415, message: 'The logo must be a PNG, JPEG or WebP image (SVG is not accepted).' },
+  ACCOUNT_LOGO_DIMENSIONS: { status: 422, message: 'The logo must be between 16 and 2048 pixels wide and high.' },
   // mailboxes and buckets
   MAILBOX_NOT_FOUND: { status: 404, message: 'Mailbox not found.' },
   BUCKET_NOT_FOUND: { status: 404, message: 'Bucket not found.' },

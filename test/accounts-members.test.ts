@@ -105,6 +105,10 @@ describeAccounts('members and invitations', (env) => {
     const selfDemote = await post(web, owner.accountId, '/account/members/role', { user_id: owner.userId, role: 'administrator' });
     expect(selfDemote.status).toBe(409);
     expect(selfDemote.text).toContain('at least one owner');
+    const selfRemove = await post(web, owner.accountId, '/account/members/remove', { user_id: owner.userId });
+    expect(selfRemove.status).toBe(409);
+    expect(selfRemove.text).toContain('at least one owner');
+    expect((await db.selectFrom('memberships').select('role').where('account_id', '=', owner.accountId).where('user_id', '=', owner.userId).executeTakeFirstOrThrow()).role).toBe('owner');
 
     // Transfer: Bob becomes owner, the former owner an administrator.
     expect((await post(web, owner.accountId, '/account/members/transfer', { user_id: bob.userId })).status).toBe(303);

@@ -8,8 +8,8 @@ function nextLoopback(): string {
   return `127.${100 + (process.pid % 100)}.${Math.floor(loopback / 250) % 250}.${(loopback % 250) + 2}`;
 }
 
-function send(url: URL, localAddress: string, method: string, headers: Record<string, string>, body?: string) {
-  return new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
+function send(url: URL, localAddress: string, method: string, headers: Record<string, string>, body?: string | Buffer) {
+  return new Promise<{ status: number; headers: Headers; text: string; bytes: Buffer }>((resolve, reject) => {
     const req = http.request(url, { method, headers, localAddress }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -17,7 +17,8 @@ function send(url: URL, localAddress: string, method: string, headers: Record<st
       res.on('end', () => {
         const h = new Headers();
         for (let i = 0; i < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-        resolve({ status: res.statusCode!, headers: h, text: Buffer.concat(chunks).toString('utf8') });
+        const bytes = Buffer.concat(chunks);
+        resolve({ status: res.statusCode!, headers: h, text: bytes.toString('utf8'), bytes });
       });
     });
     req.on('error', reject);
@@ -31,6 +32,8 @@ export interface PageResponse {
   text: string;
   location: string | null;
   setCookies: string[];
+  /** The body as received (for images and other binary answers). */
+  bytes: Buffer;
 }
 
 export class WebClient {
@@ -83,6 +86,26 @@ export class WebClient {
   async submit(from: string | PageResponse, action: string, fields: Record<string, string>): Promise<PageResponse> {
     const page = typeof from === 'string' ? await this.get(from) : from;
     return this.request('POST', action, { _csrf: csrfOf(page.text), ...fields });
+  }
+
+  /**
+   * POSTs a multipart/form-data form (as a browser sends a form with a file input), with the CSRF
+   * token taken from `from`. `file` is omitted when null.
+   */
+  async submitMultipart(from: string | PageResponse, action: string, fields: Record<string, string>, file: { field: string; filename: string; contentType: string; bytes: Buffer } | null): Promise<PageResponse> {
+    const page = typeof from === 'string' ? await this.get(from) : from;
+    const boundary = `----cubbytest${Math.random().toString(36).slice(2)}`;
+    const parts: Buffer[] = [];
+    for (const [name, value] of Object.entries({ _csrf: csrfOf(page.text), ...fields })) {
+      parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+    }
+    if (file) {
+      parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.filename}"\r\nContent-Type: ${file.contentType}\r\n\r\n`), file.bytes, Buffer.from('\r\n'));
+    }
+    parts.push(Buffer.from(`--${boundary}--\r\n`));
+    const res = await send(new URL(action, this.base), this.ip, 'POST', { cookie: this.cookieHeader(), 'content-type': `multipart/form-data; boundary=${boundary}` }, Buffer.concat(parts));
+    const setCookies = this.remember(res.headers);
+    return { ...res, location: res.headers.get('location'), setCookies };
   }
 
   async signUp(fields: { email: string; name?: string; password?: string; account_name?: string }): Promise<PageResponse> {

@@ -42,6 +42,8 @@ export async function insertAccount(
     status_updated_at: null,
     suspended_at: null,
     website_publishing_enabled: 0,
+    logo_sha256: null,
+    logo_content_type: null,
     created_at: iso(now),
     updated_at: iso(now),
   };

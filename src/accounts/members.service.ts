@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Actor, AppDeps } from '../context.ts';
 import type { DB, MembershipRole } from '../db/schema.ts';
 import { AppError, invalidArgument } from '../errors.ts';
@@ -8,7 +8,7 @@ import { recordActivity } from '../activity/activity.service.ts';
 import { revokeMemberConnections } from '../agent-auth/connections.service.ts';
 import { sendSystemMail, systemFrom } from '../outbound/system-mail.ts';
 import { isEmail, normalizeEmail } from '../users/users.service.ts';
-import { PLANS } from './plans.ts';
+import { AGENCY_MAX_PEOPLE, PLANS } from './plans.ts';
 import { teamId } from './user-tokens.ts';
 import './team.schema.ts';
 
@@ -34,9 +34,26 @@ export async function memberRole(db: Kysely<DB>, accountId: string, userId: stri
   return m?.role ?? null;
 }
 
-/** The acting person's role when they may manage members; throws otherwise. */
+/**
+ * The person's role in the account for managing it: their membership's, or owner when they own
+ * the agency the (client) account belongs to — the same reach src/auth/access.ts gives the agency
+ * owner's whole-account keys. Null when they have neither.
+ */
+export async function managingRole(db: Kysely<DB>, accountId: string, userId: string): Promise<MembershipRole | null> {
+  const own = await memberRole(db, accountId, userId);
+  if (own === 'owner' || own === 'administrator') return own;
+  const account = await db.selectFrom('accounts').select('parent_account_id').where('id', '=', accountId).executeTakeFirst();
+  if (account?.parent_account_id && (await memberRole(db, account.parent_account_id, userId)) === 'owner') return 'owner';
+  return own;
+}
+
+/**
+ * The acting person's role when they may manage the account; throws otherwise. An account the
+ * person has nothing to do with answers like a missing one.
+ */
 export async function assertMemberAdmin(db: Kysely<DB>, accountId: string, userId: string): Promise<MembershipRole> {
-  const role = await memberRole(db, accountId, userId);
+  const role = await managingRole(db, accountId, userId);
+  if (role === null) throw new AppError('ACCOUNT_NOT_FOUND', undefined, { account_id: accountId });
   if (role !== 'owner' && role !== 'administrator') throw new AppError('MEMBER_ADMIN_REQUIRED', undefined, { account_id: accountId });
   return role;
 }
@@ -65,14 +82,41 @@ export async function listInvitations(db: Kysely<DB>, accountId: string, now: Da
     .execute();
 }
 
-/** Members plus pending invitations, against the plan's max_account_members. */
-async function assertCapacity(db: Kysely<DB>, accountId: string, now: Date, extra = 1): Promise<void> {
-  const account = await db.selectFrom('accounts').select('plan').where('id', '=', accountId).executeTakeFirstOrThrow();
+/**
+ * Members plus pending invitations, against the plan's max_account_members; for an agency and its
+ * client accounts also the unique people of the whole group (AGENCY_MAX_PEOPLE, the owner counted
+ * once). `newcomer` is the address about to join or be invited.
+ */
+async function assertCapacity(db: Kysely<DB>, accountId: string, now: Date, newcomer: string): Promise<void> {
+  const account = await db.selectFrom('accounts').select(['plan', 'kind', 'parent_account_id']).where('id', '=', accountId).executeTakeFirstOrThrow();
+  // Lock the group's first account (the agency, or the account itself) so that two invitations
+  // racing into the same agency or account count one after the other (Postgres row lock; SQLite
+  // transactions are serialized anyway), as createClientAccount does.
+  await db.updateTable('accounts').set({ updated_at: iso(now) }).where('id', '=', account.parent_account_id ?? accountId).execute();
   const max = PLANS[account.plan].max_account_members;
-  if (max === null) return;
-  const members = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
-  const pending = (await listInvitations(db, accountId, now)).length;
-  if (Number(members.n) + pending + extra > max) throw new AppError('MEMBER_LIMIT_REACHED', `The plan allows ${max} members; pending invitations count too.`, { max_account_members: max });
+  if (max !== null) {
+    const members = await db.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow();
+    const pending = (await listInvitations(db, accountId, now)).length;
+    if (Number(members.n) + pending + 1 > max) throw new AppError('MEMBER_LIMIT_REACHED', `The plan allows ${max} members; pending invitations count too.`, { max_account_members: max });
+  }
+  if (account.kind !== 'agency' && account.kind !== 'client') return;
+  const group = account.parent_account_id ?? accountId;
+  const inGroup = (eb: ExpressionBuilder<DB, 'accounts'>) => eb.or([eb('accounts.id', '=', group), eb('accounts.parent_account_id', '=', group)]);
+  const people = await db.selectFrom('memberships').innerJoin('users', 'users.id', 'memberships.user_id').innerJoin('accounts', 'accounts.id', 'memberships.account_id').select('users.email').where(inGroup).execute();
+  const invited = await db
+    .selectFrom('invitations')
+    .innerJoin('accounts', 'accounts.id', 'invitations.account_id')
+    .select('invitations.email')
+    .where(inGroup)
+    .where('invitations.accepted_at', 'is', null)
+    .where('invitations.revoked_at', 'is', null)
+    .where('invitations.expires_at', '>', iso(now))
+    .execute();
+  const unique = new Set([...people, ...invited].map((r) => normalizeEmail(r.email)));
+  unique.add(normalizeEmail(newcomer));
+  if (unique.size > AGENCY_MAX_PEOPLE) {
+    throw new AppError('MEMBER_LIMIT_REACHED', `An agency and its client accounts have at most ${AGENCY_MAX_PEOPLE} people; pending invitations count too.`, { max_people: AGENCY_MAX_PEOPLE });
+  }
 }
 
 /** Mailbox ids of the account among `ids` (unknown ones are refused). */
@@ -122,7 +166,7 @@ export async function inviteMember(deps: AppDeps, actor: Actor, input: InviteInp
   await deps.db.transaction().execute(async (trx) => {
     // A new invitation to the same address replaces the pending one.
     await trx.updateTable('invitations').set({ revoked_at: iso(now) }).where('account_id', '=', input.accountId).where('email', '=', email).where('accepted_at', 'is', null).where('revoked_at', 'is', null).execute();
-    await assertCapacity(trx, input.accountId, now);
+    await assertCapacity(trx, input.accountId, now, email);
     await trx
       .insertInto('invitations')
       .values({
@@ -194,7 +238,7 @@ export async function acceptInvitation(deps: AppDeps, token: string, user: { id:
     const res = await db.updateTable('invitations').set({ accepted_at: iso(now), accepted_by: user.id }).where('id', '=', inv.id).where('accepted_at', 'is', null).executeTakeFirst();
     if (!Number(res.numUpdatedRows)) throw new AppError('INVITATION_USED');
     // This invitation is no longer pending, so the capacity check counts it as the new member.
-    await assertCapacity(db, inv.account_id, now);
+    await assertCapacity(db, inv.account_id, now, inv.email);
     const membershipId = newId('mem');
     await db.insertInto('memberships').values({ id: membershipId, account_id: inv.account_id, user_id: user.id, role: inv.role, created_at: iso(now) }).execute();
     const boxes: string[] = inv.mailbox_ids ? JSON.parse(inv.mailbox_ids) : [];

@@ -1,5 +1,5 @@
 import type { RequestCtx } from '../context.ts';
-import { reachableAccounts, selectAccount, type AccountAccess } from '../auth/access.ts';
+import { reachableAccounts, selectAccount, visibleMailboxIds, type AccountAccess } from '../auth/access.ts';
 import { presentAccountIdentity, presentStatusAccount } from './accounts.present.ts';
 import { CLIENT_VERSION, SERVER_VERSION } from '../version.ts';
 import { toAccess } from '../auth/access.ts';
@@ -51,7 +51,9 @@ async function mailboxVisibility(ctx: RequestCtx, access: AccountAccess) {
   const granted = Object.keys(ctx.credential.mailboxPermissions);
   const liveGranted = granted.filter((id) => liveIds.has(id));
   const deniedGranted = granted.filter((id) => !liveIds.has(id));
-  const visibleCount = ctx.credential.mailboxAccess === 'all' ? liveIds.size : liveGranted.length;
+  // The key's own selection and the person's limit as a collaborator (access.ts), like every list.
+  const visible = visibleMailboxIds(ctx.credential, access);
+  const visibleCount = visible === null ? liveIds.size : visible.filter((id) => liveIds.has(id)).length;
   const onboarding = liveIds.size === 0 ? 'empty_account' : visibleCount === 0 ? 'no_visible_buckets' : 'active';
   return { liveGranted, deniedGranted, onboarding: onboarding as 'empty_account' | 'no_visible_buckets' | 'active' };
 }

@@ -29,7 +29,7 @@ export interface ChoiceContext {
 
 export async function loadChoiceContext(db: Kysely<DB>, userId: string): Promise<ChoiceContext> {
   const accounts = await authorizableAccounts(db, userId);
-  return { accounts, mailboxes: await listMailboxes(db, accounts.map((a) => a.id)) };
+  return { accounts, mailboxes: await listMailboxes(db, accounts.map((a) => a.id), { userId }) };
 }
 
 export function defaultChoice(ctx: ChoiceContext, scope: Scope = 'mailbox_write'): ChoiceValues {

@@ -41,6 +41,29 @@ function capByRole(p: Permissions, role: MembershipRole): Permissions {
 }
 
 /**
+ * Collaborators may be limited to chosen mailboxes of an account (set when invited, changed on
+ * the members page): for each of `collaboratingIn` (accounts where the person is a collaborator)
+ * with such a limit, its mailbox ids. Accounts without an entry are not limited.
+ */
+export async function collaboratorLimits(db: Kysely<DB>, userId: string, collaboratingIn: string[]): Promise<Map<string, string[]>> {
+  const limits = new Map<string, string[]>();
+  if (!collaboratingIn.length) return limits;
+  const rows = await db.selectFrom('membership_mailboxes').select(['account_id', 'mailbox_id']).where('user_id', '=', userId).where('account_id', 'in', collaboratingIn).execute();
+  for (const r of rows) limits.set(r.account_id, [...(limits.get(r.account_id) ?? []), r.mailbox_id]);
+  return limits;
+}
+
+/**
+ * For a person choosing among mailboxes (dashboard forms): per account, the mailbox ids they are
+ * limited to, or no entry for every mailbox. Memberships decide, as in reachableAccounts.
+ */
+export async function personMailboxLimits(db: Kysely<DB>, userId: string, accountIds: string[]): Promise<Map<string, string[]>> {
+  if (!accountIds.length) return new Map();
+  const collaborating = await db.selectFrom('memberships').select('account_id').where('user_id', '=', userId).where('role', '=', 'collaborator').where('account_id', 'in', accountIds).execute();
+  return collaboratorLimits(db, userId, collaborating.map((m) => m.account_id));
+}
+
+/**
  * Every account the credential can select, with the person's role there.
  * Granted accounts need a live membership; client accounts of a granted agency are
  * reached only by whole-account keys of the agency's owners.
@@ -55,13 +78,7 @@ export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promi
     .select('memberships.role as role')
     .where('accounts.id', 'in', cred.grantedAccountIds)
     .execute();
-  // Collaborators may be limited to chosen mailboxes of an account (set when invited).
-  const collaborating = granted.filter((a) => a.role === 'collaborator').map((a) => a.id);
-  const limits = new Map<string, string[]>();
-  if (collaborating.length) {
-    const rows = await db.selectFrom('membership_mailboxes').select(['account_id', 'mailbox_id']).where('user_id', '=', cred.user.id).where('account_id', 'in', collaborating).execute();
-    for (const r of rows) limits.set(r.account_id, [...(limits.get(r.account_id) ?? []), r.mailbox_id]);
-  }
+  const limits = await collaboratorLimits(db, cred.user.id, granted.filter((a) => a.role === 'collaborator').map((a) => a.id));
   for (const { role, ...account } of granted) out.set(account.id, { account, role, mailboxLimit: limits.get(account.id) ?? null });
 
   const selectedOnly = cred.mailboxAccess === 'selected';
@@ -145,4 +162,21 @@ export function visibleMailboxIds(cred: Credential, access?: AccountAccess): str
   const byRole = access?.mailboxLimit ?? null;
   if (byKey === null) return byRole;
   return byRole === null ? byKey : byKey.filter((id) => byRole.includes(id));
+}
+
+/**
+ * Mailbox ids the credential may see across several reachable accounts (search over everything),
+ * or null for every mailbox of them all. A collaborator limited in one account must not find the
+ * other mailboxes of that account, while every mailbox of their other accounts stays in reach.
+ */
+export async function visibleMailboxIdsAcross(db: Kysely<DB>, cred: Credential, reachable: Map<string, Reachable>): Promise<string[] | null> {
+  const byKey = visibleMailboxIds(cred);
+  const limited = [...reachable.values()].filter((r) => r.role === 'collaborator' && r.mailboxLimit);
+  if (!limited.length) return byKey;
+  const open = [...reachable.values()].filter((r) => !(r.role === 'collaborator' && r.mailboxLimit)).map((r) => r.account.id);
+  const ids = limited.flatMap((r) => r.mailboxLimit!);
+  if (open.length) ids.push(...(await db.selectFrom('mailboxes').select('id').where('account_id', 'in', open).where('deleted_at', 'is', null).execute()).map((m) => m.id));
+  if (byKey === null) return ids;
+  const seen = new Set(ids);
+  return byKey.filter((id) => seen.has(id));
 }

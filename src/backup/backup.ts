@@ -125,7 +125,7 @@ async function sqliteSnapshot(file: string, target: string): Promise<Snapshot> {
   // One self-contained file (no -wal/-shm beside it); the restored server switches WAL back on.
   copy.pragma('journal_mode = DELETE');
   const page = copy.prepare<[string], { sha256: string }>('SELECT sha256 FROM blobs WHERE sha256 > ? ORDER BY sha256 LIMIT ' + PAGE);
-  const used = copy.prepare('SELECT 1 FROM file_versions WHERE sha256 = ? UNION ALL SELECT 1 FROM site_bundle_blobs WHERE sha256 = ? LIMIT 1');
+  const used = copy.prepare('SELECT 1 FROM file_versions WHERE sha256 = ? UNION ALL SELECT 1 FROM site_bundle_blobs WHERE sha256 = ? UNION ALL SELECT 1 FROM accounts WHERE logo_sha256 = ? LIMIT 1');
   return {
     migrations: (copy.prepare(`SELECT name FROM ${MIGRATION_TABLE} ORDER BY name`).all() as { name: string }[]).map((r) => r.name),
     async *blobPages() {
@@ -137,7 +137,7 @@ async function sqliteSnapshot(file: string, target: string): Promise<Snapshot> {
         after = rows[rows.length - 1]!;
       }
     },
-    isReferenced: async (sha256) => used.get(sha256, sha256) !== undefined,
+    isReferenced: async (sha256) => used.get(sha256, sha256, sha256) !== undefined,
     close: async () => void copy.close(),
   };
 }
@@ -173,7 +173,7 @@ async function postgresSnapshot(url: string, schema: string, target: string): Pr
         }
       },
       isReferenced: async (sha256) =>
-        ((await client.query('SELECT 1 FROM file_versions WHERE sha256 = $1 UNION ALL SELECT 1 FROM site_bundle_blobs WHERE sha256 = $1 LIMIT 1', [sha256])).rowCount ?? 0) > 0,
+        ((await client.query('SELECT 1 FROM file_versions WHERE sha256 = $1 UNION ALL SELECT 1 FROM site_bundle_blobs WHERE sha256 = $1 UNION ALL SELECT 1 FROM accounts WHERE logo_sha256 = $1 LIMIT 1', [sha256])).rowCount ?? 0) > 0,
       close: async () => {
         await client.query('COMMIT').catch(() => {});
         await client.end();

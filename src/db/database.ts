@@ -24,6 +24,7 @@ import * as m0014 from './migrations/0014_search.ts';
 import * as m0019 from './migrations/0019_site_slug_redirects.ts';
 import * as m0020 from './migrations/0020_git_sync.ts';
 import * as m0022 from './migrations/0022_site_domains.ts';
+import * as m0023 from './migrations/0023_account_logos.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0019_site_slug_redirects': m0019,
   '0020_git_sync': m0020,
   '0022_site_domains': m0022,
+  '0023_account_logos': m0023,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -35,6 +35,9 @@ export interface AccountsTable {
   status_updated_at: string | null;
   suspended_at: string | null;
   website_publishing_enabled: number;
+  /** The account's logo (src/accounts/logo.service.ts): its blob and sniffed image type, or null. */
+  logo_sha256: string | null;
+  logo_content_type: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -56,6 +56,8 @@ export async function collectGarbageBlobs(db: Kysely<DB>, blobs: BlobStore, now:
     )
     // Published site bundles (src/sites): generated pages and gzip/brotli variants.
     .where(({ not, exists, selectFrom }) => not(exists(selectFrom('site_bundle_blobs').select('site_bundle_blobs.bundle_id').whereRef('site_bundle_blobs.sha256', '=', 'blobs.sha256'))))
+    // Account logos (src/accounts/logo.service.ts).
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('accounts').select('accounts.id').whereRef('accounts.logo_sha256', '=', 'blobs.sha256'))))
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(

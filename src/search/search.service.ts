@@ -1,7 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { AppDeps, RequestCtx } from '../context.ts';
 import type { DB, EmailsTable, FilesTable } from '../db/schema.ts';
-import { reachableAccounts, selectAccount, visibleMailboxIds } from '../auth/access.ts';
+import { reachableAccounts, selectAccount, visibleMailboxIds, visibleMailboxIdsAcross } from '../auth/access.ts';
 import { loadMailbox } from '../mailboxes/mailboxes.service.ts';
 import { decodeCursor, encodeCursor } from '../http/cursor.ts';
 import { invalidArgument } from '../errors.ts';
@@ -69,8 +69,13 @@ export async function searchScope(ctx: RequestCtx, input: { accountId?: string |
     const { mailbox } = await loadMailbox(ctx, input.accountId, input.mailboxId, 'read');
     return { accountIds: [mailbox.account_id], mailboxIds: [mailbox.id] };
   }
-  const accountIds = input.accountId ? [(await selectAccount(ctx.db, ctx.credential, input.accountId)).account.id] : [...(await reachableAccounts(ctx.db, ctx.credential)).keys()];
-  return { accountIds, mailboxIds: visibleMailboxIds(ctx.credential) };
+  if (input.accountId) {
+    const access = await selectAccount(ctx.db, ctx.credential, input.accountId);
+    return { accountIds: [access.account.id], mailboxIds: visibleMailboxIds(ctx.credential, access) };
+  }
+  // Every reachable account, each with the person's own mailbox limit there (access.ts).
+  const reachable = await reachableAccounts(ctx.db, ctx.credential);
+  return { accountIds: [...reachable.keys()], mailboxIds: await visibleMailboxIdsAcross(ctx.db, ctx.credential, reachable) };
 }
 
 function scopeCondition(scope: Scope, table: 'emails' | 'files'): Expression<SqlBool> {

@@ -35,6 +35,7 @@ async function renderKeys(req: FastifyRequest, reply: FastifyReply, deps: AppDep
   const mailboxes = await listMailboxes(
     deps.db,
     memberships.map((m) => m.accountId),
+    { userId: session.user.id },
   );
   const form: KeyFormValues = extras.form ?? { label: '', scope: 'mailbox_write', accountId: memberships[0]?.accountId ?? '', access: 'all', expiresOn: '', permissions: {} };
   const page = keysPage({
@@ -103,7 +104,7 @@ export function registerKeyPages(web: FastifyInstance, deps: AppDeps): void {
 
     let permissions: Record<string, 'read' | 'write'> | undefined;
     if (form.access === 'selected' && !errors.account_id) {
-      const { mailboxes } = await listMailboxes(deps.db, [form.accountId]);
+      const { mailboxes } = await listMailboxes(deps.db, [form.accountId], { userId: session.user.id });
       const known = new Set(mailboxes.map((b) => b.id));
       const chosen = Object.entries(form.permissions).filter(([id]) => known.has(id));
       // A read-only key reaches its mailboxes read-only, whatever was chosen per mailbox.

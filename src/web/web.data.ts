@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { personMailboxLimits } from '../auth/access.ts';
 import type { AccountKind, AccountStatus, DB, MembershipRole, PlanName } from '../db/schema.ts';
 
 // Queries behind the dashboard pages.
@@ -11,6 +12,8 @@ export interface MembershipView {
   status: AccountStatus;
   suspended: boolean;
   role: MembershipRole;
+  /** A client account the person reaches as the owner of its agency (not as a member of it). */
+  viaAgency?: boolean;
 }
 
 export async function listMemberships(db: Kysely<DB>, userId: string): Promise<MembershipView[]> {
@@ -43,9 +46,15 @@ function isMissingTable(err: unknown): boolean {
   return e?.code === '42P01' || /no such table/i.test(e?.message ?? '');
 }
 
-/** Mailboxes (not deleted) of the given accounts, for choosing a key's selected mailboxes. */
-export async function listMailboxes(db: Kysely<DB>, accountIds: string[]): Promise<MailboxList> {
+/**
+ * Mailboxes (not deleted) of the given accounts that the person may reach, for choosing among them
+ * (a key's selected mailboxes, filters): a collaborator limited to chosen mailboxes sees only those
+ * (the rule of src/auth/access.ts, so a list never offers what opening would answer 404 to).
+ */
+export async function listMailboxes(db: Kysely<DB>, accountIds: string[], person: { userId: string }): Promise<MailboxList> {
   if (accountIds.length === 0) return { available: true, mailboxes: [] };
+  const limits = await personMailboxLimits(db, person.userId, accountIds);
+  const allowed = (m: { account_id: string; id: string }) => !limits.has(m.account_id) || limits.get(m.account_id)!.includes(m.id);
   // The mailboxes table belongs to another feature; it is queried untyped and may be absent.
   const anyDb = db as unknown as Kysely<any>;
   try {
@@ -58,7 +67,7 @@ export async function listMailboxes(db: Kysely<DB>, accountIds: string[]): Promi
       .orderBy('id')
       .limit(1000)
       .execute();
-    return { available: true, mailboxes: rows.map((r) => ({ id: r.id, accountId: r.account_id, title: r.title, archived: r.archived_at !== null })) };
+    return { available: true, mailboxes: rows.filter(allowed).map((r) => ({ id: r.id, accountId: r.account_id, title: r.title, archived: r.archived_at !== null })) };
   } catch (err) {
     if (isMissingTable(err)) return { available: false, mailboxes: [] };
     throw err;

@@ -72,6 +72,10 @@ export async function generateEntries(deps: AppDeps, plan: Plan, page: Omit<Page
     if (!templateHasFiles(template)) throw new BuildError('index.template.html must contain {{files}}.');
   }
   const ctx: PageContext = { ...page, template };
+  // The logo is served from the site's own origin, under .cubby/ (never a user path: excluded).
+  if (page.logo) {
+    entries.push({ path: page.logo.path, sha256: page.logo.sha256, byte_size: page.logo.size, content_type: page.logo.contentType, generated: 1, gzip_sha256: null, gzip_size: null, br_sha256: null, br_size: null, viewer_sha256: null, viewer_size: null });
+  }
   const byPath = new Map(entries.map((e) => [e.path, e]));
   const readText = async (f: SourceFile) => (f.size <= MAX_INLINE_TEXT ? (await readBlob(deps, f.sha256, f.size)).toString('utf8') : null);
 

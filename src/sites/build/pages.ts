@@ -33,6 +33,7 @@ const STYLE = `:root{--fg:#1c2430;--muted:#5d6b7e;--line:#dde3ea;--bg:#f7f8fa;--
 *{box-sizing:border-box}body{margin:0;font:15px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 main{max-width:960px;margin:32px auto;padding:0 20px}header.site{display:flex;align-items:center;gap:12px;margin-bottom:18px}
 header.site h1{font-size:24px;margin:0;flex:1}.account-logo{display:inline-grid;place-items:center;width:32px;height:32px;border-radius:8px;background:var(--accent);color:#fff;font-weight:700}
+img.account-logo{background:none;object-fit:contain}
 .theme-switch{font:inherit;background:none;border:1px solid var(--line);color:var(--fg);border-radius:6px;padding:2px 8px;cursor:pointer}
 .description{color:var(--muted);margin:-8px 0 18px}.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:18px;margin-bottom:20px;overflow:auto}
 table{width:100%;border-collapse:collapse;font-size:14px}th,td{text-align:left;padding:7px 6px;border-bottom:1px solid var(--line)}th{color:var(--muted);font-weight:600;font-size:12px;text-transform:uppercase}
@@ -52,6 +53,8 @@ export interface PageContext {
   title: string;
   description: string;
   accountName: string;
+  /** The account's logo as the bundle serves it (src/accounts/logo.service.ts), or null: the initial. */
+  logo: { path: string; sha256: string; size: number; contentType: string } | null;
   template: string;
 }
 
@@ -63,7 +66,10 @@ function macros(ctx: PageContext, title: string, files: string): Macros {
     files,
     theme_switch: THEME_SWITCH,
     account_name: escapeHtml(ctx.accountName),
-    account_logo: `<span class="account-logo" aria-hidden="true">${escapeHtml(initial)}</span>`,
+    // An absolute path: every page of the site, at any depth, names the one file at the site root.
+    account_logo: ctx.logo
+      ? `<img class="account-logo" src="/${encodePath(ctx.logo.path)}" alt="${escapeHtml(ctx.accountName)}">`
+      : `<span class="account-logo" aria-hidden="true">${escapeHtml(initial)}</span>`,
   };
 }
 

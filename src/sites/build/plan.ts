@@ -86,7 +86,7 @@ export function planSite(all: SourceFile[], rootDirectory: string): Plan {
 }
 
 /** Everything the bundle's bytes depend on. Equal keys: the existing bundle is reused as it is. */
-export function contentKey(plan: Plan, rootDirectory: string, page: { title: string; description: string; accountName: string }): string {
+export function contentKey(plan: Plan, rootDirectory: string, page: { title: string; description: string; accountName: string; logo: { sha256: string } | null }): string {
   return sha256Hex(
     JSON.stringify({
       v: BUILDER_VERSION,

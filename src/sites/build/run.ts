@@ -5,6 +5,7 @@ import { BuildError, contentKey, currentFiles, planSite } from './plan.ts';
 import { blobRow, generateEntries, type Generated } from './generate.ts';
 import { dropBundle, isLive, publicationById } from '../publications.repo.ts';
 import { siteId } from '../ids.ts';
+import { logoBundlePath } from '../../accounts/logo.service.ts';
 import { sitesChanged } from '../changes.ts';
 import { notifyPublishFailed } from '../notify.ts';
 import type { BuildPayload } from '../publish.service.ts';
@@ -33,10 +34,10 @@ export async function runBuild(deps: AppDeps, payload: BuildPayload, job: JobsTa
     title = mailbox?.title ?? null;
     if (!mailbox || mailbox.deleted_at) throw new BuildError('The bucket was deleted.');
     if (mailbox.archived_at) throw new BuildError('The bucket is archived; unarchive it to publish.');
-    const account = await deps.db.selectFrom('accounts').select(['name', 'website_publishing_enabled']).where('id', '=', p.account_id).executeTakeFirstOrThrow();
+    const account = await deps.db.selectFrom('accounts').select(['name', 'website_publishing_enabled', 'logo_sha256', 'logo_content_type']).where('id', '=', p.account_id).executeTakeFirstOrThrow();
     if (account.website_publishing_enabled !== 1) throw new BuildError('Website publishing is disabled for this account.');
     const plan = planSite(await currentFiles(deps.db, p.mailbox_id), p.root_directory);
-    const page = { title: mailbox.title ?? 'Files', description: mailbox.description ?? '', accountName: account.name };
+    const page = { title: mailbox.title ?? 'Files', description: mailbox.description ?? '', accountName: account.name, logo: await bundleLogo(deps, account) };
     const key = contentKey(plan, p.root_directory, page);
     const current = p.bundle_id ? await deps.db.selectFrom('site_bundles').select(['id', 'content_key']).where('id', '=', p.bundle_id).executeTakeFirst() : undefined;
     if (current && current.content_key === key) {
@@ -54,6 +55,14 @@ export async function runBuild(deps: AppDeps, payload: BuildPayload, job: JobsTa
     log.error({ err, publication: p.id }, 'site build failed');
     await failBuild(deps, p, payload.seq, `The build failed on our side (job ${job.id}); retry it.`, title);
   }
+}
+
+/** The account's logo as a bundle entry, or null (none, or its blob is gone). */
+async function bundleLogo(deps: AppDeps, account: { logo_sha256: string | null; logo_content_type: string | null }) {
+  if (!account.logo_sha256 || !account.logo_content_type) return null;
+  const blob = await deps.db.selectFrom('blobs').select('byte_size').where('sha256', '=', account.logo_sha256).executeTakeFirst();
+  if (!blob) return null;
+  return { path: logoBundlePath(account.logo_content_type), sha256: account.logo_sha256, size: Number(blob.byte_size), contentType: account.logo_content_type };
 }
 
 type NewBundle = Omit<import('../sites.schema.ts').SiteBundlesTable, 'publication_id' | 'mailbox_id' | 'created_at'>;

@@ -59,7 +59,7 @@ export function registerActivityPages(web: FastifyInstance, deps: AppDeps): void
     const shown = rows.slice(0, PAGE);
     const [members, { mailboxes }, actions, keys] = await Promise.all([
       listMembers(deps.db, accountId),
-      listMailboxes(deps.db, [accountId]),
+      listMailboxes(deps.db, [accountId], { userId: p.session.user.id }),
       activityActions(deps.db, accountId),
       deps.db.selectFrom('api_keys').select(['id', 'label', 'token_hint']).where('default_account_id', '=', accountId).orderBy('created_at', 'desc').limit(200).execute(),
     ]);

@@ -6,9 +6,11 @@ import { AppError, invalidArgument } from '../../errors.ts';
 import { createClientAccount, MAX_ACCOUNT_NAME, MAX_CLIENT_NAME } from '../../accounts/accounts.service.ts';
 import { assertMemberAdmin } from '../../accounts/members.service.ts';
 import { recordActivity } from '../../activity/activity.service.ts';
+import { refreshBranding } from '../../accounts/logo.service.ts';
 import { readAgentHeaders, type Credential } from '../../auth/credential.ts';
 import { selectAccount } from '../../auth/access.ts';
 import { iso } from '../../time.ts';
+import { sitesChanged } from '../../sites/changes.ts';
 import { formField, type FormBody } from '../forms.ts';
 import { errorPage, ROUTE } from './common.ts';
 import type { MembershipView } from '../web.data.ts';
@@ -24,20 +26,7 @@ export async function ownedClientAccounts(db: Kysely<DB>, memberships: Membershi
   const mine = new Set(memberships.map((m) => m.accountId));
   return rows
     .filter((r) => !mine.has(r.id))
-    .map((r) => ({ accountId: r.id, name: r.name, kind: r.kind, plan: r.plan, status: r.status, suspended: r.suspended_at !== null, role: 'owner' as const }));
-}
-
-/** Whether the person may rename the account: an owner or administrator, or the owner of its agency. */
-async function assertCanRename(db: Kysely<DB>, accountId: string, userId: string): Promise<void> {
-  const account = await db.selectFrom('accounts').select(['parent_account_id']).where('id', '=', accountId).executeTakeFirst();
-  if (!account) throw new AppError('ACCOUNT_NOT_FOUND');
-  try {
-    await assertMemberAdmin(db, accountId, userId);
-  } catch (err) {
-    if (!account.parent_account_id) throw err;
-    const viaAgency = await db.selectFrom('memberships').select('role').where('account_id', '=', account.parent_account_id).where('user_id', '=', userId).executeTakeFirst();
-    if (viaAgency?.role !== 'owner') throw err;
-  }
+    .map((r) => ({ accountId: r.id, name: r.name, kind: r.kind, plan: r.plan, status: r.status, suspended: r.suspended_at !== null, role: 'owner' as const, viaAgency: true }));
 }
 
 export function registerClientPages(web: FastifyInstance, deps: AppDeps): void {
@@ -51,12 +40,15 @@ export function registerClientPages(web: FastifyInstance, deps: AppDeps): void {
       const name = formField(body, 'name', 300).trim();
       if (!name) throw invalidArgument('name', 'must not be blank');
       if (name.length > MAX_ACCOUNT_NAME) throw invalidArgument('name', `must be at most ${MAX_ACCOUNT_NAME} characters`);
-      await assertCanRename(deps.db, accountId, session.user.id);
+      // Owners and administrators, or the owner of its agency (a stranger's account answers 404).
+      await assertMemberAdmin(deps.db, accountId, session.user.id);
       const now = deps.now();
       await deps.db.transaction().execute(async (trx) => {
         await trx.updateTable('accounts').set({ name, updated_at: iso(now) }).where('id', '=', accountId).execute();
         await recordActivity(trx, { userId: session.user.id, apiKeyId: null, agent: readAgentHeaders(req.headers), requestId: req.id }, now, { accountId, action: 'account.rename', targetType: 'account', targetId: accountId });
+        await refreshBranding(deps, trx, accountId, now);
       });
+      sitesChanged(deps.db);
       return reply.redirect(`/account?account=${encodeURIComponent(accountId)}&done=renamed`, 303);
     } catch (err) {
       return errorPage(reply, err, back);

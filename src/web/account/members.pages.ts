@@ -3,7 +3,7 @@ import type { AppDeps } from '../../context.ts';
 import type { MembershipRole } from '../../db/schema.ts';
 import { AppError } from '../../errors.ts';
 import { changeMember, inviteMember, isRole, listInvitations, listMembers, revokeInvitation, transferOwnership, ROLES } from '../../accounts/members.service.ts';
-import { PLANS } from '../../accounts/plans.ts';
+import { AGENCY_MAX_PEOPLE, PLANS } from '../../accounts/plans.ts';
 import { readAgentHeaders } from '../../auth/credential.ts';
 import { formatTime, html, sendPage } from '../html.ts';
 import { csrfInput, formField, input, type FormBody } from '../forms.ts';
@@ -34,13 +34,13 @@ async function membersPage(deps: AppDeps, p: AccountPage, notice?: string) {
   const owner = cur.role === 'owner';
   const members = await listMembers(deps.db, cur.accountId);
   const invitations = admin ? await listInvitations(deps.db, cur.accountId, deps.now()) : [];
-  const { mailboxes } = await listMailboxes(deps.db, [cur.accountId]);
+  const { mailboxes } = await listMailboxes(deps.db, [cur.accountId], { userId: p.session.user.id });
   const boxName = new Map(mailboxes.map((b) => [b.id, b.title || b.id]));
   const max = PLANS[cur.plan].max_account_members;
   const hidden = html`${csrfInput(p.csrf)}<input type="hidden" name="account_id" value="${cur.accountId}">`;
   const rows = members.map((m, i) => {
     const self = m.userId === p.session.user.id;
-    const access = m.role === 'collaborator' && m.mailboxIds.length ? m.mailboxIds.map((id) => boxName.get(id) ?? id).join(', ') : 'all mailboxes';
+    const access = m.role === 'collaborator' && m.mailboxIds.length ? m.mailboxIds.map((id) => boxName.get(id) ?? 'a mailbox you cannot open').join(', ') : 'all mailboxes';
     const manage =
       admin && !self && (owner || m.role !== 'owner')
         ? html`<form method="post" action="/account/members/role" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}">
@@ -50,7 +50,7 @@ ${m.role === 'collaborator' && mailboxes.length ? html`<details><summary>Mailbox
 <fieldset><legend>Mailboxes ${m.name} may reach <span class="hint">(none ticked: all)</span></legend>${mailboxes.map(
             (b, j) => html`<label class="choice" for="acc-${i}-${j}"><input type="checkbox" id="acc-${i}-${j}" name="mailbox_ids" value="${b.id}"${m.mailboxIds.includes(b.id) ? html` checked` : ''}> ${b.title || b.id}</label>`,
           )}</fieldset><button type="submit">Save access</button></form></details>` : ''}
-${owner && m.role !== 'owner' ? html`<form method="post" action="/account/members/transfer" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}"><button class="danger" type="submit">Make owner instead of me</button></form>` : ''}`
+${owner && !cur.viaAgency && m.role !== 'owner' ? html`<form method="post" action="/account/members/transfer" class="inline">${hidden}<input type="hidden" name="user_id" value="${m.userId}"><button class="danger" type="submit">Make owner instead of me</button></form>` : ''}`
         : self
           ? html`<span class="muted">you</span>`
           : '';
@@ -76,8 +76,9 @@ ${
     : html`<p class="muted">Only owners and administrators can invite or change members.</p>`;
   const body = html`<h1>Members of ${cur.name}</h1>
 ${flash('good', notice ? DONE[notice] : undefined)}
+${cur.viaAgency ? html`<p class="hint">A client account of your agency: you manage its members as the agency’s owner. People you invite join this client account only, and count towards the agency’s ${AGENCY_MAX_PEOPLE} people.</p>` : ''}
 <div class="card"><h2>People <span class="hint">(${members.length}${max === null ? '' : ` of ${max}`} on the ${cur.plan} plan${invitations.length ? `, ${invitations.length} invited` : ''})</span></h2>
-<table><thead><tr><th>Person</th><th>Role</th><th>Access</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${rows}</tbody></table></div>
+<table><thead><tr><th>Person</th><th>Role</th><th>Access</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${rows.length ? rows : html`<tr><td colspan="4" class="muted">No members yet${cur.viaAgency ? ': you manage this client account through your agency' : ''}.</td></tr>`}</tbody></table></div>
 ${pending.length ? html`<div class="card"><h2>Pending invitations</h2><table><thead><tr><th>Email</th><th>Role</th><th>Expires</th><th><span class="hint">Manage</span></th></tr></thead><tbody>${pending}</tbody></table></div>` : ''}
 ${inviteForm}`;
   return accountLayout(p, 'Members', '/account/members', body);

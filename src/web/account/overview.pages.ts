@@ -5,6 +5,7 @@ import { html, sendPage } from '../html.ts';
 import { csrfInput } from '../forms.ts';
 import { accountLayout, accountPage, flash, isAdminRole, ROUTE, type AccountPage } from './common.ts';
 import { input } from '../forms.ts';
+import { logoCard } from './logo.pages.ts';
 import { MAX_ACCOUNT_NAME, MAX_CLIENT_NAME } from '../../accounts/accounts.service.ts';
 import { AGENCY_MAX_ACCOUNTS } from '../../accounts/plans.ts';
 import type { AppDeps as Deps } from '../../context.ts';
@@ -51,7 +52,7 @@ export function registerOverviewPage(web: FastifyInstance, deps: AppDeps): void 
       ? ''
       : html`<div class="alert bad" role="alert">Confirm your email address (${p.session.user.email}) to send mail and publish sites: follow the link we sent you.
 <form method="post" action="/account/verify_email" class="inline">${csrfInput(p.csrf)}<button class="link" type="submit">Send the link again</button></form></div>`;
-    const notices: Record<string, string> = { renamed: 'Account renamed.', client_created: 'Client account created. You are looking at it now.' };
+    const notices: Record<string, string> = { renamed: 'Account renamed.', logo: 'Logo saved. Published file listings show it after their rebuild.', logo_removed: 'Logo removed.', client_created: 'Client account created. You are looking at it now.' };
     const sent = q.sent === 'verification' ? flash('good', 'We sent a new confirmation link.') : q.sent === 'wait' ? flash('bad', 'We sent three links in the last half hour: check your inbox (and spam folder), or try again later.') : typeof q.done === 'string' ? flash('good', notices[q.done]) : '';
     if (!p.current) return sendPage(reply, 200, accountLayout(p, 'Account', '/account', html`<h1>Your account</h1>${sent}${verify}<p class="muted">You are not a member of any account.</p>`));
     const account = await deps.db.selectFrom('accounts').selectAll().where('id', '=', p.current.accountId).executeTakeFirstOrThrow();
@@ -71,7 +72,8 @@ ${sent}${verify}
 ${isAdminRole(p.current) ? html`<div class="card"><h2>Name</h2>
 <form method="post" action="/account/rename" novalidate>${csrfInput(p.csrf)}<input type="hidden" name="account_id" value="${account.id}">
 ${input('name', 'Account name', {}, { value: account.name, required: true, maxlength: MAX_ACCOUNT_NAME, hint: '(shown as {{account_name}} on published file listings)' })}
-<div class="actions"><button type="submit">Rename</button></div></form></div>` : ''}
+<div class="actions"><button type="submit">Rename</button></div></form></div>
+${logoCard(account, p.csrf)}` : ''}
 ${account.kind === 'agency' && p.current.role === 'owner' ? await clientsCard(deps, p, account.id) : ''}
 ${account.parent_account_id ? html`<p class="hint">Client account of <a href="/account?account=${account.parent_account_id}">its agency</a>${account.client_name ? html` for ${account.client_name}` : ''}.</p>` : ''}
 <div class="card"><h2>Usage</h2><table><thead><tr><th>Limit</th><th>Used</th><th><span class="hint">Share of the limit</span></th></tr></thead><tbody>${usage.map(usageRow)}</tbody></table>

@@ -4,6 +4,7 @@ import { registerInvitationPages } from './invitations.pages.ts';
 import { registerActivityPages } from './activity.pages.ts';
 import { registerDomainPages } from './domains.pages.ts';
 import { registerClientPages } from './clients.pages.ts';
+import { registerLogoPages } from './logo.pages.ts';
 import { registerMemberPages } from './members.pages.ts';
 import { registerOverviewPage } from './overview.pages.ts';
 import { registerSecurityPages } from './security.pages.ts';
@@ -19,4 +20,5 @@ export function registerAccountPages(web: FastifyInstance, deps: AppDeps): void 
   registerActivityPages(web, deps);
   registerDomainPages(web, deps);
   registerClientPages(web, deps);
+  registerLogoPages(web, deps);
 }
