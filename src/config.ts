@@ -50,6 +50,12 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SITES_PORT: port.default(8081),
   // Published sites are served at <slug>.CUBBY_SITES_HOST (default: <slug>.localhost:<sites port>).
   CUBBY_SITES_HOST: z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i, 'must be a host name, optionally with :port').optional(),
+  // Site analytics (docs/sites.md): on by default; counters are flushed to the database every
+  // FLUSH_MS and kept RETENTION_DAYS; countries only with a local MaxMind/GeoLite2 .mmdb file.
+  CUBBY_SITE_ANALYTICS: z.enum(['on', 'off']).default('on'),
+  CUBBY_SITE_ANALYTICS_FLUSH_MS: z.string().regex(/^\d{2,7}$/, 'must be a whole number of milliseconds (10-9999999)').transform(Number).default(10_000),
+  CUBBY_SITE_ANALYTICS_RETENTION_DAYS: z.string().regex(/^[1-9]\d{0,3}$/, 'must be a whole number of days (1-9999)').transform(Number).default(90),
+  CUBBY_GEOIP_DB: z.string().min(1).optional(),
   CUBBY_PUBLIC_URL: z.url().optional(),
   // Extra Host names /mcp answers besides CUBBY_PUBLIC_URL's host and loopback (DNS-rebinding
   // protection, docs/agent-access.md): `host` (any port) or `host:port`, comma-separated.
@@ -157,6 +163,7 @@ export interface Config {
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
   readonly sitesPort: number;
   readonly sitesHost: string | undefined;
+  readonly siteAnalytics: { enabled: boolean; flushMs: number; retentionDays: number; geoipDb: string | null };
   readonly publicUrl: string | undefined;
   /** CUBBY_MCP_ALLOWED_HOSTS: more Host names /mcp answers. */
   readonly mcpAllowedHosts: readonly string[];
@@ -218,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         : { kind: 'builtin' as const },
     sitesPort: e.CUBBY_SITES_PORT,
     sitesHost: e.CUBBY_SITES_HOST?.toLowerCase(),
+    siteAnalytics: Object.freeze({ enabled: e.CUBBY_SITE_ANALYTICS === 'on', flushMs: e.CUBBY_SITE_ANALYTICS_FLUSH_MS, retentionDays: e.CUBBY_SITE_ANALYTICS_RETENTION_DAYS, geoipDb: e.CUBBY_GEOIP_DB ?? null }),
     publicUrl: e.CUBBY_PUBLIC_URL?.replace(/\/+$/, ''),
     mcpAllowedHosts: Object.freeze([...e.CUBBY_MCP_ALLOWED_HOSTS]),
     mailDomain: e.CUBBY_MAIL_DOMAIN.toLowerCase(),

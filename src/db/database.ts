@@ -19,6 +19,7 @@ import * as m0011 from './migrations/0011_agent_access.ts';
 import * as m0013 from './migrations/0013_accounts_security.ts';
 import * as m0014 from './migrations/0014_search.ts';
 import * as m0019 from './migrations/0019_site_slug_redirects.ts';
+import * as m0021 from './migrations/0021_site_analytics.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0013_accounts_security': m0013,
   '0014_search': m0014,
   '0019_site_slug_redirects': m0019,
+  '0021_site_analytics': m0021,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

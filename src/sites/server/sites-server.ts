@@ -8,6 +8,7 @@ import { baseHeaders, serveEntry } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
 import { emailPage, noSitePage, notFoundPage, passwordPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
+import { startSiteAnalytics, type SiteAnalytics } from '../analytics/recorder.ts';
 
 // The sites server: published websites on their own origin (never the dashboard's, so a site's
 // scripts can never read the dashboard's cookies), routed by the Host header. Plain node:http: each
@@ -18,6 +19,8 @@ const ROBOTS_NOINDEX = 'User-agent: *\nDisallow: /\n';
 
 export interface SitesServer {
   port: number;
+  /** Writes the analytics counted so far (they are also written on a timer and at close). */
+  flushAnalytics(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -65,7 +68,7 @@ function lookup(site: Site, path: string): FileEntry | { redirect: true } | null
   return files.get(`${path}.html`) ?? null;
 }
 
-export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }) {
+export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }, analytics: SiteAnalytics | null = null) {
   const secure = deps.config.sitesHost !== undefined && deps.config.publicUrl?.startsWith('https:') === true;
   const scheme = secure ? 'https' : 'http';
 
@@ -138,7 +141,9 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       const labels = { method, route: 'site', status: String(res.statusCode) };
       deps.metrics.httpRequests.inc(labels);
       deps.metrics.httpDuration.observe(labels, ms / 1000);
-      deps.log.info({ http: { method, route: 'site', site: labelFromHost(deps.config, req.headers.host), status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
+      const label = labelFromHost(deps.config, req.headers.host);
+      deps.log.info({ http: { method, route: 'site', site: label, status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
+      if (analytics && label) analytics.countResponse(req, res, cache.known(label));
     });
     handle(req, res).catch((err) => {
       log.error({ err }, 'sites server request failed');
@@ -150,7 +155,8 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
 
 export async function startSitesServer(deps: AppDeps, host: string, port: number, log: { error: (o: unknown, m: string) => void }): Promise<SitesServer> {
   const cache = new SiteCache(deps);
-  const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, createSitesHandler(deps, cache, log));
+  const analytics = await startSiteAnalytics(deps);
+  const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, createSitesHandler(deps, cache, log, analytics));
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -158,10 +164,13 @@ export async function startSitesServer(deps: AppDeps, host: string, port: number
   });
   return {
     port: (server.address() as AddressInfo).port,
+    flushAnalytics: async () => analytics?.flush(),
     async close() {
       cache.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // After the listener: every response that finished is counted, and written before the database closes.
+      await analytics?.stop();
     },
   };
 }
