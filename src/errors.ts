@@ -132,6 +132,8 @@ export const ERROR_CATALOGUE = {
   PUBLICATION_NOT_RETRYABLE: { status: 409, message: 'Only a failed build can be retried.' },
   SITE_SLUG_TAKEN: { status: 409, message: 'Another bucket already uses this site slug.' },
   SITE_LIMIT_REACHED: { status: 403, message: 'The plan allows no more live websites.' },
+  ANALYTICS_RANGE_INVALID: { status: 422, message: 'The analytics range is invalid: from and to are dates or ISO 8601 times with a zone, from before to, within the longest range of the granularity.' },
+  ANALYTICS_GRANULARITY_INVALID: { status: 422, message: 'granularity must be hour or day.' },
   BUCKET_PUBLISHED: { status: 409, message: 'The bucket has a website; unpublish it and wait until publish_state is no longer unpublishing.' },
   // webhooks and the live subscription (src/webhooks, src/live)
   EMAIL_WEBHOOK_NOT_FOUND: { status: 404, message: 'This mailbox has no webhook; set its URL first.' },
