@@ -149,7 +149,7 @@ export function registerPublicationRoutesA(app: App) {
         summary: "A site's page views, unique visitors (no cookies), referrers, paths, countries and status codes per hour or day",
         params: z.object({ id: z.string().min(1).max(100).describe('pub_… id') }),
         querystring: z.object({
-          from: z.string().max(40).optional().describe('Start: a date (YYYY-MM-DD) or an ISO 8601 time with a zone; default 7 days before to; aligned down to the granularity'),
+          from: z.string().max(40).optional().describe('Start: a date (YYYY-MM-DD) or an ISO 8601 time with a zone; default 7 days before to (the current hour or day included); aligned down to the granularity'),
           to: z.string().max(40).optional().describe('End (exclusive): same forms; default now; aligned up to the granularity'),
           granularity: z.string().max(20).optional().describe('hour (range up to 31 days) or day (default; up to 366 days); UTC'),
           account_id: accountIdField,

@@ -34,9 +34,10 @@ export function analyticsRange(input: AnalyticsInput, now: Date): { from: number
   if (g !== 'hour' && g !== 'day') throw new AppError('ANALYTICS_GRANULARITY_INVALID', undefined, { field: 'granularity', value: String(g).slice(0, 100), allowed: ['hour', 'day'] });
   const step = g === 'hour' ? HOUR : DAY;
   const toRaw = input.to ? parseTime('to', input.to) : now.getTime();
-  const fromRaw = input.from ? parseTime('from', input.from) : toRaw - 7 * DAY;
-  const from = fromRaw - (((fromRaw % step) + step) % step);
   const to = Math.ceil(toRaw / step) * step;
+  // By default the last 7 days, the current hour or day included.
+  const fromRaw = input.from ? parseTime('from', input.from) : to - 7 * DAY;
+  const from = fromRaw - (((fromRaw % step) + step) % step);
   if (fromRaw >= toRaw) throw new AppError('ANALYTICS_RANGE_INVALID', 'from must be before to.', { field: 'from', from: new Date(fromRaw).toISOString(), to: new Date(toRaw).toISOString() });
   if (to - from > MAX_SPAN[g].ms) throw new AppError('ANALYTICS_RANGE_INVALID', `A range by ${g} may span at most ${MAX_SPAN[g].label}; ask for a shorter range or granularity=day.`, { field: 'to', granularity: g, max_days: MAX_SPAN[g].ms / DAY });
   return { from, to, granularity: g };

@@ -1,0 +1,185 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createApp } from '../src/app.ts';
+import { describeEachDatabase, type TestApp } from './harness.ts';
+import { dbOf, expectError } from './factories.ts';
+import { mcpUrl } from './agent-helpers.ts';
+import { newBucket, publishAndWait, publisher, siteFetch, uploadFolder } from './sites-helpers.ts';
+import { emptyZone } from './harness.ts';
+
+// Site analytics end to end: visits over real HTTP to the sites server, counted in memory, written
+// by a flush (awaited here; in production on a timer and at shutdown), read through the API and
+// the MCP tool. The timer is set to an hour so that only the flushes a test asks for happen.
+
+const ENV = { CUBBY_SITE_ANALYTICS_FLUSH_MS: '3600000', CUBBY_TRUST_PROXY_HOPS: '1' };
+const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 analytics-test';
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 analytics-test';
+const IP_A = '203.0.113.77';
+
+const visit = (url: string, ip: string, ua: string, extra: Record<string, string> = {}) => siteFetch(url, { headers: { 'x-forwarded-for': ip, 'user-agent': ua, ...extra } });
+
+async function connect(app: TestApp, token: string): Promise<Client> {
+  const client = new Client({ name: 'cubby-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl(app)), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+/** Every row of every table, as text: what a database dump would show. */
+async function dumpDatabase(app: TestApp): Promise<string> {
+  const db = dbOf(app);
+  const tables = await db.introspection.getTables();
+  const out: string[] = [];
+  for (const t of tables) out.push(JSON.stringify(await db.selectFrom(t.name as any).selectAll().execute()));
+  return out.join('\n');
+}
+
+describeEachDatabase(
+  'site analytics',
+  (app) => {
+    let user: Awaited<ReturnType<typeof publisher>>;
+    let site: any;
+    beforeAll(async () => {
+      user = await publisher(app());
+      const bucket = await newBucket(app(), user.key, 'Counted');
+      await uploadFolder(app(), user.key, bucket.id, {
+        'index.html': '<html><body><h1>Home</h1></body></html>',
+        'about.html': '<html><body>About</body></html>',
+        'style.css': 'body { color: black }',
+      });
+      site = await publishAndWait(app(), user.key, bucket.id);
+      expect(site.publish_state).toBe('ready');
+    });
+
+    const analytics = (query: Record<string, string> = {}, key = user.key) => app().request('GET', `/api/v1/publications/${site.id}/analytics`, { key, query: { granularity: 'hour', ...query } });
+
+    it('counts page views, unique visitors, referrers, paths, status codes and bytes; the API and the MCP tool show them', async () => {
+      expect((await visit(`${site.public_url}/`, IP_A, CHROME, { referer: 'https://news.example.com/post/1?utm=x' })).status).toBe(200);
+      // The same person again (same IP and browser): a second view, still one visitor.
+      expect((await visit(`${site.public_url}/about.html`, IP_A, CHROME, { referer: `${site.public_url}/` })).status).toBe(200);
+      // An asset and a missing page: requests and status codes, not page views.
+      const css = await visit(`${site.public_url}/style.css`, IP_A, CHROME);
+      expect(css.status).toBe(200);
+      expect((await visit(`${site.public_url}/nope.html`, IP_A, CHROME)).status).toBe(404);
+      // Same address, another browser: a second visitor.
+      expect((await visit(`${site.public_url}/`, IP_A, FIREFOX)).status).toBe(200);
+      // A robot: a request, not a view.
+      expect((await visit(`${site.public_url}/`, '198.51.100.9', 'Googlebot/2.1 (+http://www.google.com/bot.html)')).status).toBe(200);
+      await app().started.flushSiteAnalytics();
+
+      const res = await analytics();
+      expect(res.status, res.text).toBe(200);
+      const a = res.body.data.analytics;
+      expect(a).toMatchObject({ publication_id: site.id, granularity: 'hour', countries: [], countries_enabled: false });
+      expect(a.totals).toMatchObject({ views: 3, visitors: 2, requests: 6 });
+      expect(a.totals.bytes).toBeGreaterThan(css.body.length);
+      expect(a.top_paths).toEqual([
+        { value: '/', count: 2 },
+        { value: '/about.html', count: 1 },
+      ]);
+      // Host only; the site's own pages are not referrers.
+      expect(a.top_referrers).toEqual([{ value: 'news.example.com', count: 1 }]);
+      expect(a.status_codes).toEqual([
+        { value: '200', count: 5 },
+        { value: '404', count: 1 },
+      ]);
+      const current = a.series.find((p: any) => p.views > 0);
+      expect(current).toMatchObject({ views: 3, visitors: 2, requests: 6 });
+      expect(a.series.length).toBe(24 * 7);
+
+      const daily = (await analytics({ granularity: 'day' })).body.data.analytics;
+      expect(daily.series.length).toBe(7);
+      expect(daily.series.at(-1)).toMatchObject({ views: 3, visitors: 2 });
+
+      const client = await connect(app(), user.key);
+      try {
+        const tools = await client.listTools();
+        const tool = tools.tools.find((t) => t.name === 'bucket_analytics')!;
+        expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+        const r: any = await client.callTool({ name: 'bucket_analytics', arguments: { bucket_id: site.bucket_id, granularity: 'day' } });
+        expect(r.isError, r.content?.[0]?.text).toBeFalsy();
+        expect(r.structuredContent.analytics.totals).toMatchObject({ views: 3, visitors: 2, requests: 6 });
+        expect(r.structuredContent.analytics.top_paths[0]).toEqual({ value: '/', count: 2 });
+        const none: any = await client.callTool({ name: 'bucket_analytics', arguments: { bucket_id: site.bucket_id, preview: true } });
+        expect(none.isError).toBe(true);
+        expect(none.structuredContent.error.code).toBe('PUBLICATION_NOT_FOUND');
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('stores no raw IP address or user agent anywhere in the database', async () => {
+      await visit(`${site.public_url}/`, IP_A, CHROME);
+      await app().started.flushSiteAnalytics();
+      const seen = await dbOf(app()).selectFrom('site_analytics_seen').selectAll().where('publication_id', '=', site.id).execute();
+      expect(seen.length).toBeGreaterThan(0);
+      const dump = await dumpDatabase(app());
+      expect(dump).toContain(site.id);
+      for (const raw of [IP_A, CHROME, FIREFOX, 'analytics-test', 'Googlebot']) expect(dump).not.toContain(raw);
+    });
+
+    it('refuses bad ranges and granularities with catalogue codes; a foreign publication is 404', async () => {
+      expectError(await analytics({ granularity: 'week' }), 'A', 422, 'ANALYTICS_GRANULARITY_INVALID');
+      expectError(await analytics({ from: '2026-11-20', to: '2026-11-10' }), 'A', 422, 'ANALYTICS_RANGE_INVALID');
+      expectError(await analytics({ from: 'yesterday' }), 'A', 422, 'ANALYTICS_RANGE_INVALID');
+      // Local times without a zone are ambiguous: refused rather than guessed.
+      expectError(await analytics({ from: '2026-11-20T10:00:00' }), 'A', 422, 'ANALYTICS_RANGE_INVALID');
+      const long = await analytics({ from: '2026-01-01', to: '2026-03-01', granularity: 'hour' });
+      expectError(long, 'A', 422, 'ANALYTICS_RANGE_INVALID');
+      expect(long.body.error.message).toContain('31 days');
+      expect((await analytics({ from: '2026-01-01', to: '2026-03-01', granularity: 'day' })).status).toBe(200);
+      const stranger = await app().user();
+      expectError(await analytics({}, stranger.key), 'A', 404, 'PUBLICATION_NOT_FOUND');
+      expectError(await app().request('GET', '/api/v1/publications/pub_nope/analytics', { key: user.key }), 'A', 404, 'PUBLICATION_NOT_FOUND');
+    });
+
+    it('aligns the range to whole buckets: from down, to up', async () => {
+      const a = (await analytics({ from: '2026-11-20T10:30:00Z', to: '2026-11-20T12:10:00Z' })).body.data.analytics;
+      expect(a.from).toBe('2026-11-20T10:00:00.000Z');
+      expect(a.to).toBe('2026-11-20T13:00:00.000Z');
+      expect(a.series.map((p: any) => p.start)).toEqual(['2026-11-20T10:00:00.000Z', '2026-11-20T11:00:00.000Z', '2026-11-20T12:00:00.000Z']);
+    });
+
+    it('keeps at most 100 paths per hour; the rest count under (other)', async () => {
+      const u = await publisher(app());
+      const bucket = await newBucket(app(), u.key, 'Many routes');
+      await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<html><body>app</body></html>' });
+      const spa = await publishAndWait(app(), u.key, bucket.id, { site_mode: 'spa' });
+      for (let i = 0; i < 105; i++) expect((await visit(`${spa.public_url}/route-${i}`, IP_A, CHROME)).status).toBe(200);
+      await app().started.flushSiteAnalytics();
+      // A second flush with new paths must not grow the hour past the cap either.
+      for (let i = 105; i < 110; i++) await visit(`${spa.public_url}/route-${i}`, IP_A, CHROME);
+      await app().started.flushSiteAnalytics();
+      const rows = await dbOf(app()).selectFrom('site_analytics_counts').select(['value', 'count']).where('publication_id', '=', spa.id).where('dimension', '=', 'path').execute();
+      expect(rows.length).toBe(101);
+      expect(rows.find((r) => r.value === '(other)')!.count).toBe(10);
+      const a = (await app().request('GET', `/api/v1/publications/${spa.id}/analytics`, { key: u.key })).body.data.analytics;
+      expect(a.totals).toMatchObject({ views: 110, visitors: 1 });
+      expect(a.top_paths[0]).toEqual({ value: '(other)', count: 10 });
+    });
+
+    it('another sites node shares the day salt (one visitor on both is one) and its stop writes every count', async () => {
+      const u = await publisher(app());
+      const bucket = await newBucket(app(), u.key, 'Two nodes');
+      await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<html><body>two</body></html>' });
+      const p = await publishAndWait(app(), u.key, bucket.id);
+      // A second process on the same database serving sites only; its timer never fires.
+      const node = createApp(loadConfig({ ...app().env, CUBBY_ROLES: 'sites', CUBBY_SITES_PORT: '0' }), { resolver: emptyZone });
+      const started = await node.start();
+      const otherOrigin = p.public_url.replace(/:\d+$/, `:${started.ports.sites}`);
+      try {
+        for (let i = 0; i < 20; i++) expect((await visit(`${otherOrigin}/`, IP_A, CHROME)).status).toBe(200);
+        expect((await visit(`${otherOrigin}/`, '192.0.2.10', FIREFOX)).status).toBe(200);
+        expect((await visit(`${p.public_url}/`, IP_A, CHROME)).status).toBe(200);
+        await app().started.flushSiteAnalytics();
+      } finally {
+        // Nothing was flushed by the second node before this: stop() must write it all.
+        await node.stop();
+      }
+      const a = (await app().request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key, query: { granularity: 'hour' } })).body.data.analytics;
+      expect(a.totals).toMatchObject({ views: 22, visitors: 2, requests: 22 });
+      expect(a.series.find((s: any) => s.views > 0)).toMatchObject({ views: 22, visitors: 2 });
+    });
+  },
+  ENV,
+);
