@@ -7,6 +7,10 @@ import { dbOf, expectError } from './factories.ts';
 import { mcpUrl } from './agent-helpers.ts';
 import { newBucket, publishAndWait, publisher, siteFetch, uploadFolder } from './sites-helpers.ts';
 import { emptyZone } from './harness.ts';
+import { writeCountryDb } from './geoip-fixture.ts';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 // Site analytics end to end: visits over real HTTP to the sites server, counted in memory, written
 // by a flush (awaited here; in production on a timer and at shutdown), read through the API and
@@ -182,4 +186,33 @@ describeEachDatabase(
     });
   },
   ENV,
+);
+
+// Countries only with a local GeoIP file (here a tiny one made by the test).
+const geoDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-geoip-'));
+const GEO_ENV = { ...ENV, CUBBY_GEOIP_DB: writeCountryDb(geoDir, { [IP_A]: 'NL', '192.0.2.10': 'JP' }) };
+
+describeEachDatabase(
+  'site analytics: countries from a local GeoIP database',
+  (app) => {
+    it('counts page views by country; unknown addresses have none', async () => {
+      const u = await publisher(app());
+      const bucket = await newBucket(app(), u.key, 'Countries');
+      await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<html><body>geo</body></html>' });
+      const p = await publishAndWait(app(), u.key, bucket.id);
+      await visit(`${p.public_url}/`, IP_A, CHROME);
+      await visit(`${p.public_url}/`, IP_A, FIREFOX);
+      await visit(`${p.public_url}/`, '192.0.2.10', CHROME);
+      await visit(`${p.public_url}/`, '198.51.100.200', CHROME);
+      await app().started.flushSiteAnalytics();
+      const a = (await app().request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key })).body.data.analytics;
+      expect(a.countries_enabled).toBe(true);
+      expect(a.totals).toMatchObject({ views: 4, visitors: 4 });
+      expect(a.countries).toEqual([
+        { value: 'NL', count: 2 },
+        { value: 'JP', count: 1 },
+      ]);
+    });
+  },
+  GEO_ENV,
 );
