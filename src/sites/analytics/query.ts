@@ -1,4 +1,4 @@
-import type { RequestCtx } from '../../context.ts';
+import type { AppDeps, RequestCtx } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { loadPublication } from '../manage.service.ts';
 import type { AnalyticsDimension } from './analytics.schema.ts';
@@ -46,6 +46,11 @@ export function analyticsRange(input: AnalyticsInput, now: Date): { from: number
 export async function publicationAnalytics(ctx: RequestCtx, accountSelector: string | undefined, publicationId: string, input: AnalyticsInput) {
   const range = analyticsRange(input, ctx.now());
   const { publication } = await loadPublication(ctx, accountSelector, publicationId);
+  return readAnalytics(ctx, publication, range);
+}
+
+/** The counters of a publication the caller may read (the dashboard checks access its own way). */
+export async function readAnalytics(ctx: AppDeps, publication: { id: string; mailbox_id: string }, range: ReturnType<typeof analyticsRange>) {
   const fromIso = new Date(range.from).toISOString();
   const toIso = new Date(range.to).toISOString();
   const hours = await ctx.db
@@ -111,4 +116,4 @@ export async function publicationAnalytics(ctx: RequestCtx, accountSelector: str
   };
 }
 
-export type PublicationAnalytics = Awaited<ReturnType<typeof publicationAnalytics>>;
+export type PublicationAnalytics = Awaited<ReturnType<typeof readAnalytics>>;
