@@ -13,6 +13,8 @@ const CHUNK = 300;
 const DAY = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 function chunks<T>(list: T[]): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < list.length; i += CHUNK) out.push(list.slice(i, i + CHUNK));
@@ -37,8 +39,11 @@ export async function ensureSalts(db: Kysely<DB>, now: Date): Promise<Map<string
 
 /** Adds one batch of hourly buckets to the tables. */
 export async function writeBuckets(db: Kysely<DB>, batch: HourBucket[]): Promise<void> {
+  // One order for every node (publication, hour; then dimension, value): concurrent flushes on
+  // Postgres lock the same rows in the same order and so never deadlock each other.
+  const ordered = [...batch].sort((a, b) => (a.publicationId === b.publicationId ? cmp(a.hour, b.hour) : cmp(a.publicationId, b.publicationId)));
   await db.transaction().execute(async (trx) => {
-    for (const b of batch) {
+    for (const b of ordered) {
       const hourKey = b.hour.slice(0, 13);
       const day = b.hour.slice(0, 10);
       // Visitors first: which of them this hour and this day have not counted yet.
@@ -104,6 +109,7 @@ async function writeCounts(trx: Kysely<DB>, b: HourBucket): Promise<void> {
     }
     for (const [value, count] of merged) rows.push({ publication_id: b.publicationId, hour: b.hour, dimension: d, value, count });
   }
+  rows.sort((a, b) => (a.dimension === b.dimension ? cmp(a.value, b.value) : cmp(a.dimension, b.dimension)));
   for (const part of chunks(rows)) {
     await trx
       .insertInto('site_analytics_counts')
