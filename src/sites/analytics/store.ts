@@ -49,7 +49,7 @@ export async function writeBuckets(db: Kysely<DB>, batch: HourBucket[]): Promise
       // Visitors first: which of them this hour and this day have not counted yet.
       let newInHour = 0;
       let newInDay = 0;
-      for (const part of chunks([...b.visitors])) {
+      for (const part of chunks([...b.visitors].sort())) {
         const rows = part.flatMap((visitor) => [
           { publication_id: b.publicationId, period: hourKey, visitor },
           { publication_id: b.publicationId, period: day, visitor },
