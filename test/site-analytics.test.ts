@@ -7,6 +7,7 @@ import { dbOf, expectError } from './factories.ts';
 import { mcpUrl } from './agent-helpers.ts';
 import { newBucket, publishAndWait, publisher, siteFetch, uploadFolder } from './sites-helpers.ts';
 import { emptyZone } from './harness.ts';
+import { purgeSiteAnalytics } from '../src/sites/analytics/store.ts';
 import { writeCountryDb } from './geoip-fixture.ts';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -162,6 +163,32 @@ describeEachDatabase(
       expect(a.top_paths[0]).toEqual({ value: '(other)', count: 10 });
     });
 
+    it('retention: rows older than the period go, and visitor hashes and salts of past days', async () => {
+      const db = dbOf(app());
+      // In the past: the purge must not touch the salts and counts the other tests are using.
+      const now = new Date('2020-06-15T12:00:00.000Z');
+      const pub = 'pub_retention0000000000000000';
+      const hour = (daysAgo: number) => new Date(now.getTime() - daysAgo * 86_400_000).toISOString().slice(0, 13) + ':00:00.000Z';
+      for (const d of [91, 89]) {
+        await db.insertInto('site_analytics_hours').values({ publication_id: pub, hour: hour(d), requests: 1, views: 1, visitors: 1, bytes: 1 }).execute();
+        await db.insertInto('site_analytics_counts').values({ publication_id: pub, hour: hour(d), dimension: 'path', value: '/', count: 1 }).execute();
+        await db.insertInto('site_analytics_days').values({ publication_id: pub, day: hour(d).slice(0, 10), visitors: 1 }).execute();
+      }
+      for (const d of [2, 1, 0]) {
+        await db.insertInto('site_analytics_seen').values({ publication_id: pub, period: hour(d).slice(0, 10), visitor: `v${d}` }).execute();
+        await db.insertInto('site_analytics_seen').values({ publication_id: pub, period: hour(d).slice(0, 13), visitor: `v${d}` }).execute();
+        await db.insertInto('site_analytics_salts').values({ day: `2020-06-${15 - d}`, salt: `s${d}`, created_at: now.toISOString() }).onConflict((oc) => oc.doNothing()).execute();
+      }
+      await purgeSiteAnalytics(db, now, 90);
+      const left = async (t: 'site_analytics_hours' | 'site_analytics_counts') => (await db.selectFrom(t).select('hour').where('publication_id', '=', pub).execute()).map((r) => r.hour);
+      expect(await left('site_analytics_hours')).toEqual([hour(89)]);
+      expect(await left('site_analytics_counts')).toEqual([hour(89)]);
+      expect((await db.selectFrom('site_analytics_days').select('day').where('publication_id', '=', pub).execute()).map((r) => r.day)).toEqual([hour(89).slice(0, 10)]);
+      // Yesterday's hashes stay one more day (a flush may still be on its way); older ones go.
+      expect((await db.selectFrom('site_analytics_seen').select('visitor').where('publication_id', '=', pub).execute()).map((r) => r.visitor).sort()).toEqual(['v0', 'v0', 'v1', 'v1']);
+      expect((await db.selectFrom('site_analytics_salts').select('day').where('day', 'like', '2020-%').execute()).map((r) => r.day)).toEqual(['2020-06-15']);
+    });
+
     it('another sites node shares the day salt (one visitor on both is one) and its stop writes every count', async () => {
       const u = await publisher(app());
       const bucket = await newBucket(app(), u.key, 'Two nodes');
@@ -215,4 +242,19 @@ describeEachDatabase(
     });
   },
   GEO_ENV,
+);
+
+describeEachDatabase(
+  'site analytics: a configured GeoIP file that cannot be read',
+  (app) => {
+    it('stops a sites node from starting instead of counting without countries', async () => {
+      const bad = path.join(geoDir, 'not-a-database.mmdb');
+      fs.writeFileSync(bad, 'this is not a MaxMind database');
+      const node = createApp(loadConfig({ ...app().env, CUBBY_ROLES: 'sites', CUBBY_SITES_PORT: '0', CUBBY_GEOIP_DB: bad }), { resolver: emptyZone });
+      await expect(node.start()).rejects.toThrow(/CUBBY_GEOIP_DB: .* is not a readable MaxMind database/);
+      await node.stop();
+    });
+  },
+  ENV,
+  { only: ['sqlite'] },
 );

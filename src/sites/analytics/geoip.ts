@@ -8,7 +8,12 @@ export type CountryLookup = (ip: string) => string | null;
 export async function openCountryLookup(file: string | null): Promise<CountryLookup | null> {
   if (!file) return null;
   // An unreadable or malformed file stops start-up: a configured lookup never silently disappears.
-  const reader = await maxmind.open<CountryResponse>(file, { cache: { max: 10_000 } });
+  let reader: Awaited<ReturnType<typeof maxmind.open<CountryResponse>>>;
+  try {
+    reader = await maxmind.open<CountryResponse>(file, { cache: { max: 10_000 } });
+  } catch (err) {
+    throw new Error(`CUBBY_GEOIP_DB: ${file} is not a readable MaxMind database (.mmdb): ${(err as Error).message}`);
+  }
   return (ip) => {
     const bare = ip.startsWith('::ffff:') ? ip.slice(7) : ip;
     if (!maxmind.validate(bare)) return null;
