@@ -33,7 +33,9 @@ function sentHeader(res: ServerResponse, name: string): string | undefined {
   if (set !== undefined) return String(set);
   const head = (res as unknown as { _header?: string | null })._header;
   if (!head) return undefined;
-  const at = head.toLowerCase().indexOf(`\r\n${name}:`);
+  // The sites server writes header names in lower case; other spellings are the slow path.
+  let at = head.indexOf(`\r\n${name}:`);
+  if (at < 0) at = head.toLowerCase().indexOf(`\r\n${name}:`);
   if (at < 0) return undefined;
   const end = head.indexOf('\r\n', at + 2);
   return head.slice(at + name.length + 3, end < 0 ? undefined : end).trim();
@@ -58,7 +60,8 @@ export function referrerHost(header: string | undefined, ownHost: string): strin
   }
 }
 
-export function hitOf(req: IncomingMessage, res: ServerResponse, publicationId: string, ip: string): Hit {
+/** `ipOf` is called only for page views (the address serves visitors and countries, nothing else). */
+export function hitOf(req: IncomingMessage, res: ServerResponse, publicationId: string, ipOf: () => string): Hit {
   const method = req.method ?? 'GET';
   const status = res.statusCode;
   const url = req.url ?? '/';
@@ -80,7 +83,7 @@ export function hitOf(req: IncomingMessage, res: ServerResponse, publicationId: 
     path,
     view,
     referrer: view ? referrerHost(typeof req.headers.referer === 'string' ? req.headers.referer : undefined, host) : null,
-    ip,
+    ip: view ? ipOf() : '',
     userAgent,
   };
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppDeps } from '../../context.ts';
 import { hitOf, type Hit } from './hit.ts';
@@ -22,6 +22,8 @@ export class SiteAnalytics {
   private salts = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
+  private hourMs = -1;
+  private hour = '';
 
   constructor(
     private readonly deps: AppDeps,
@@ -38,7 +40,7 @@ export class SiteAnalytics {
   countResponse(req: IncomingMessage, res: ServerResponse, site: Site | null): void {
     if (!site) return;
     try {
-      this.record(hitOf(req, res, site.publicationId, clientOf(this.deps, req)));
+      this.record(hitOf(req, res, site.publicationId, () => clientOf(this.deps, req)));
     } catch (err) {
       this.deps.log.error({ err }, 'site analytics could not count a response');
     }
@@ -47,7 +49,13 @@ export class SiteAnalytics {
   /** Counts one finished response. Never throws, never waits. */
   record(hit: Hit): void {
     const now = this.deps.now().getTime();
-    const hour = hourOf(now);
+    const hourMs = now - (now % 3_600_000);
+    // The hour's ISO string is made once per hour, not per response.
+    if (hourMs !== this.hourMs) {
+      this.hourMs = hourMs;
+      this.hour = hourOf(now);
+    }
+    const hour = this.hour;
     const key = `${hit.publicationId}\n${hour}`;
     let b = this.buckets.get(key);
     if (!b) this.buckets.set(key, (b = newBucket(hit.publicationId, hour)));
@@ -63,7 +71,8 @@ export class SiteAnalytics {
     const salt = this.salts.get(dayOf(now));
     if (salt && this.pending < 2 * MAX_PENDING) {
       // Publication in the hash: one person on two sites is two unrelated visitors.
-      const visitor = createHash('sha256').update(`${salt}\n${hit.publicationId}\n${hit.ip}\n${hit.userAgent}`).digest('base64url').slice(0, 22);
+      // crypto.hash: one call, about half the cost of createHash for a short input.
+      const visitor = hash('sha256', `${salt}\n${hit.publicationId}\n${hit.ip}\n${hit.userAgent}`, 'base64url').slice(0, 22);
       if (!b.visitors.has(visitor)) {
         b.visitors.add(visitor);
         if (++this.pending === MAX_PENDING) void this.flush();
