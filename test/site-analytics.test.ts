@@ -1,8 +1,8 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createApp } from '../src/app.ts';
-import { describeEachDatabase, type TestApp } from './harness.ts';
+import { DATABASES, describeEachDatabase, startTestApp, type TestApp } from './harness.ts';
 import { dbOf, expectError } from './factories.ts';
 import { mcpUrl } from './agent-helpers.ts';
 import { newBucket, publishAndWait, publisher, siteFetch, uploadFolder } from './sites-helpers.ts';
@@ -258,3 +258,47 @@ describeEachDatabase(
   ENV,
   { only: ['sqlite'] },
 );
+
+// The salt rotates with the UTC day: the same person is a new visitor tomorrow, and yesterday's
+// salt is gone from the database (so yesterday's hashes can no longer be recomputed from anyone).
+for (const kind of DATABASES) {
+  describe(`site analytics: the daily salt [${kind}]`, () => {
+    let clock = Date.parse('2026-11-20T23:50:00.000Z');
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await startTestApp(kind, ENV, { now: () => new Date(clock) });
+    });
+    afterAll(async () => app?.stop());
+
+    it('the same visitor counts again the next day; the old salt is deleted', async () => {
+      const u = await publisher(app);
+      const bucket = await newBucket(app, u.key, 'Daily');
+      await uploadFolder(app, u.key, bucket.id, { 'index.html': '<html><body>day</body></html>' });
+      const p = await publishAndWait(app, u.key, bucket.id);
+      const db = dbOf(app);
+      const saltOf = async (day: string) => (await db.selectFrom('site_analytics_salts').select('salt').where('day', '=', day).executeTakeFirst())?.salt;
+      const first = await saltOf('2026-11-20');
+      expect(first).toBeTruthy();
+      expect(await saltOf('2026-11-21')).toBeTruthy();
+      await visit(`${p.public_url}/`, IP_A, CHROME);
+      await visit(`${p.public_url}/`, IP_A, CHROME);
+      await app.started.flushSiteAnalytics();
+      clock = Date.parse('2026-11-21T00:10:00.000Z');
+      await visit(`${p.public_url}/`, IP_A, CHROME);
+      // The first flush after midnight made the next day's salt and dropped the old one.
+      await app.started.flushSiteAnalytics();
+      expect(await saltOf('2026-11-20')).toBeUndefined();
+      expect(await saltOf('2026-11-22')).toBeTruthy();
+      const a = (await app.request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key, query: { from: '2026-11-20', to: '2026-11-22' } })).body.data.analytics;
+      expect(a.series).toEqual([
+        { start: '2026-11-20T00:00:00.000Z', views: 2, visitors: 1, requests: 2, bytes: expect.any(Number) },
+        { start: '2026-11-21T00:00:00.000Z', views: 1, visitors: 1, requests: 1, bytes: expect.any(Number) },
+      ]);
+      expect(a.totals.visitors).toBe(2);
+      // Two different hashes for one person on two days: nothing links them.
+      const seen = await db.selectFrom('site_analytics_seen').select(['period', 'visitor']).where('publication_id', '=', p.id).where('period', 'in', ['2026-11-20', '2026-11-21']).execute();
+      expect(seen).toHaveLength(2);
+      expect(seen[0]!.visitor).not.toBe(seen[1]!.visitor);
+    });
+  });
+}
