@@ -8,7 +8,8 @@
 // URL http://127.0.0.1:PORT/ is then that site's own origin, served through the normal Host routing.
 //
 // Progress on stderr; one JSON line on stdout. Env: STATIC_PEERS (path of static-peers.sh),
-// DURATION/CONNS/WORKERS (passed to it; WORKERS default "1"), BENCH_SCRATCH, KEEP_RUN_DIR=1.
+// DURATION/CONNS/WORKERS (passed to it; WORKERS default "1"), BENCH_SCRATCH, KEEP_RUN_DIR=1,
+// SITE_ANALYTICS=off (serve without visit counting, for an A/B of its cost; default on).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -79,7 +80,7 @@ async function main() {
   let server: ServeProcess | undefined;
   try {
     const port = await freePort();
-    const env = serveEnv(path.join(runDir, 'data'), { CUBBY_SITES_PORT: String(port), CUBBY_SITES_HOST: `0.0.1:${port}`, CUBBY_ROLES: 'api,sites,worker' });
+    const env = serveEnv(path.join(runDir, 'data'), { CUBBY_SITES_PORT: String(port), CUBBY_SITES_HOST: `0.0.1:${port}`, CUBBY_ROLES: 'api,sites,worker', CUBBY_SITE_ANALYTICS: process.env.SITE_ANALYTICS === 'off' ? 'off' : 'on' });
     log(`run dir ${runDir}`);
     const { email, key } = await adminUserAndKey(env, 'paid');
     const status = (await admin(env, ['create-key', '--email', email])).account_id as string;
@@ -105,6 +106,7 @@ async function main() {
       node: process.version,
       cpus: os.cpus().length,
       commit: gitCommit(),
+      site_analytics: process.env.SITE_ANALYTICS === 'off' ? 'off' : 'on',
       cubby: { '10k': cubby['10k'], '100k': cubby['100k'], server_cpu_s_during_peers_run: cpu, server_peak_rss_mib: round(server.memory().hwm / 2 ** 20, 0) },
       nginx_workers_1: { '10k': nginx['10k'], '100k': nginx['100k'] },
       ratio_req_per_s: { '10k': ratio('10k'), '100k': ratio('100k') },

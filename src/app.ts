@@ -32,6 +32,8 @@ export interface StartedApp {
   urls: { http: string | null; smtp: string | null; sites: string | null };
   ports: { http: number | null; smtp: number | null; sites: number | null };
   deps: AppDeps;
+  /** Writes the site analytics this process has counted so far (tests; also done on a timer and at stop). */
+  flushSiteAnalytics(): Promise<void>;
 }
 
 export interface App {
@@ -151,6 +153,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         urls: { http: boundHttp, smtp: smtpPort === null ? null : `smtp://${smtpHost === '0.0.0.0' ? '127.0.0.1' : smtpHost}:${smtpPort}`, sites: sites ? deps.siteUrl('www').replace('//www.', '//') : null },
         ports: { http: httpPort, smtp: smtpPort, sites: sites?.port ?? null },
         deps,
+        flushSiteAnalytics: async () => sites?.flushAnalytics(),
       };
     },
     async stop(opts = {}) {

@@ -50,6 +50,12 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SITES_PORT: port.default(8081),
   // Published sites are served at <slug>.CUBBY_SITES_HOST (default: <slug>.localhost:<sites port>).
   CUBBY_SITES_HOST: z.string().regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i, 'must be a host name, optionally with :port').optional(),
+  // Site analytics (docs/sites.md): on by default; counters are flushed to the database every
+  // FLUSH_MS and kept RETENTION_DAYS; countries only with a local MaxMind/GeoLite2 .mmdb file.
+  CUBBY_SITE_ANALYTICS: z.enum(['on', 'off']).default('on'),
+  CUBBY_SITE_ANALYTICS_FLUSH_MS: z.string().regex(/^\d{2,7}$/, 'must be a whole number of milliseconds (10-9999999)').transform(Number).default(10_000),
+  CUBBY_SITE_ANALYTICS_RETENTION_DAYS: z.string().regex(/^[1-9]\d{0,3}$/, 'must be a whole number of days (1-9999)').transform(Number).default(90),
+  CUBBY_GEOIP_DB: z.string().min(1).optional(),
   // Custom site domains (docs/sites.md): the sites server's public addresses, which a domain's A/AAAA
   // records may name instead of a CNAME; and ACME certificates (off unless a directory is given).
   CUBBY_SITES_ADDRESSES: z
@@ -178,6 +184,7 @@ export interface Config {
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
   readonly sitesPort: number;
   readonly sitesHost: string | undefined;
+  readonly siteAnalytics: { enabled: boolean; flushMs: number; retentionDays: number; geoipDb: string | null };
   /** Custom site domains: A/AAAA targets besides the CNAME, and ACME (null: TLS is the proxy's). */
   readonly siteDomains: { addresses: readonly string[]; acme: { directoryUrl: string; email: string | undefined; caFile: string | undefined } | null; tlsPort: number };
   readonly publicUrl: string | undefined;
@@ -243,6 +250,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         : { kind: 'builtin' as const },
     sitesPort: e.CUBBY_SITES_PORT,
     sitesHost: e.CUBBY_SITES_HOST?.toLowerCase(),
+    siteAnalytics: Object.freeze({ enabled: e.CUBBY_SITE_ANALYTICS === 'on', flushMs: e.CUBBY_SITE_ANALYTICS_FLUSH_MS, retentionDays: e.CUBBY_SITE_ANALYTICS_RETENTION_DAYS, geoipDb: e.CUBBY_GEOIP_DB ?? null }),
     siteDomains: Object.freeze({
       addresses: Object.freeze([...e.CUBBY_SITES_ADDRESSES]),
       acme: e.CUBBY_ACME_DIRECTORY ? Object.freeze({ directoryUrl: e.CUBBY_ACME_DIRECTORY, email: e.CUBBY_ACME_EMAIL, caFile: e.CUBBY_ACME_CA_FILE ? path.resolve(e.CUBBY_ACME_CA_FILE) : undefined }) : null,

@@ -135,6 +135,8 @@ export const ERROR_CATALOGUE = {
   PUBLICATION_NOT_RETRYABLE: { status: 409, message: 'Only a failed build can be retried.' },
   SITE_SLUG_TAKEN: { status: 409, message: 'Another bucket already uses this site slug.' },
   SITE_LIMIT_REACHED: { status: 403, message: 'The plan allows no more live websites.' },
+  ANALYTICS_RANGE_INVALID: { status: 422, message: 'The analytics range is invalid: from and to are dates or ISO 8601 times with a zone, from before to, within the longest range of the granularity.' },
+  ANALYTICS_GRANULARITY_INVALID: { status: 422, message: 'granularity must be hour or day.' },
   // custom domains of sites (src/sites/domains)
   SITE_DOMAIN_NOT_FOUND: { status: 404, message: 'Site domain not found.' },
   SITE_DOMAIN_TAKEN: { status: 409, message: 'This hostname is already verified for another site.' },

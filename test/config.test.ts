@@ -125,6 +125,20 @@ describe('loadConfig', () => {
     }
   });
 
+  it('site analytics settings: defaults, values, and bad values listed', () => {
+    expect(loadConfig({}).siteAnalytics).toEqual({ enabled: true, flushMs: 10_000, retentionDays: 90, geoipDb: null });
+    expect(loadConfig({ CUBBY_SITE_ANALYTICS: 'off', CUBBY_SITE_ANALYTICS_FLUSH_MS: '500', CUBBY_SITE_ANALYTICS_RETENTION_DAYS: '30', CUBBY_GEOIP_DB: '/var/lib/GeoLite2-Country.mmdb' }).siteAnalytics).toEqual({
+      enabled: false,
+      flushMs: 500,
+      retentionDays: 30,
+      geoipDb: '/var/lib/GeoLite2-Country.mmdb',
+    });
+    const problems = problemsOf({ CUBBY_SITE_ANALYTICS: 'maybe', CUBBY_SITE_ANALYTICS_FLUSH_MS: '5', CUBBY_SITE_ANALYTICS_RETENTION_DAYS: '0' });
+    expect(problems.join('\n')).toMatch(/CUBBY_SITE_ANALYTICS\b/);
+    expect(problems.join('\n')).toMatch(/CUBBY_SITE_ANALYTICS_FLUSH_MS/);
+    expect(problems.join('\n')).toMatch(/CUBBY_SITE_ANALYTICS_RETENTION_DAYS/);
+  });
+
   it('refuses an empty role list', () => {
     expect(problemsOf({ CUBBY_ROLES: ' , ' })[0]).toMatch(/^CUBBY_ROLES/);
   });

@@ -7,6 +7,7 @@ import { collectGarbageBlobs, purgeDeletedMailboxes } from '../files/purge.servi
 import { sweepOrphans } from '../files/orphans.service.ts';
 import { sweepSessions } from '../web/session.ts';
 import { sweepSignInAttempts } from '../web/throttle.ts';
+import { purgeSiteAnalytics } from '../sites/analytics/store.ts';
 
 const MINUTE = 60_000;
 
@@ -20,6 +21,8 @@ export function registerMaintenance(worker: Worker, deps: AppDeps): void {
     ['maintenance.sessions', 60 * MINUTE, () => sweepSessions(deps.db, deps.now())],
     ['maintenance.sign_in_attempts', 60 * MINUTE, () => sweepSignInAttempts(deps.db, deps.now())],
     ['maintenance.blobs', 60 * MINUTE, () => collectGarbageBlobs(deps.db, deps.blobs, deps.now())],
+    // Site analytics older than CUBBY_SITE_ANALYTICS_RETENTION_DAYS (default 90), and past days' visitor hashes.
+    ['maintenance.site_analytics', 60 * MINUTE, () => purgeSiteAnalytics(deps.db, deps.now(), deps.config.siteAnalytics.retentionDays)],
     ['maintenance.jobs', 60 * MINUTE, () => sweepFinishedJobs(deps.db, deps.now())],
     // Crash leftovers (temp files, blobs whose row was never committed) past CUBBY_ORPHAN_SWEEP_AGE_S;
     // hourly, or as often as the age when that is shorter, so a short age is honoured soon.

@@ -8,6 +8,8 @@ import { findPublication } from '../sites/publications.repo.ts';
 import { presentPublication } from '../sites/publications.present.ts';
 import type { PublishBody } from '../sites/request.ts';
 import { addTool } from './tool.ts';
+import { publicationAnalytics } from '../sites/analytics/query.ts';
+import { AppError } from '../errors.ts';
 
 // Website publication: the same service calls as /api/v1/buckets/{id}/publication.
 
@@ -67,6 +69,31 @@ export function siteTools(server: McpServer, ctx: RequestCtx): void {
       const main = await findPublication(c.db, mailbox.id, 'main');
       const preview = await findPublication(c.db, mailbox.id, 'preview');
       return { publication: main ? presentPublication(c, main, { owner: perms.write }) : null, preview: preview ? presentPublication(c, preview, { owner: perms.write }) : null };
+    },
+  });
+
+  addTool(server, ctx, 'bucket_analytics', {
+    title: 'Website analytics',
+    description:
+      "Visits of the bucket's website (or its preview with preview=true, or a publication by id), counted without cookies: page views, unique visitors per UTC day, top paths, referring hosts, countries (when the server has a GeoIP database), status codes and bytes, as a series per hour or day. Counts arrive within about 10 seconds of a visit.",
+    input: {
+      bucket_id: bucketId.optional(),
+      publication_id: z.string().max(100).optional().describe('pub_… id (instead of bucket_id)'),
+      preview: z.boolean().optional().describe("With bucket_id: the preview's analytics instead of the main site's"),
+      from: z.string().max(40).optional().describe('Date (YYYY-MM-DD) or ISO 8601 time with a zone; default 7 days before to'),
+      to: z.string().max(40).optional().describe('Exclusive end, same forms; default now'),
+      granularity: z.enum(['hour', 'day']).optional().describe('hour (up to 31 days) or day (default; up to 366 days)'),
+    },
+    readOnly: true,
+    run: async (c, a) => {
+      let id = a.publication_id;
+      if (!id) {
+        const { mailbox } = await loadMailbox(c, a.account_id, a.bucket_id ?? '', 'read');
+        const p = await findPublication(c.db, mailbox.id, a.preview ? 'preview' : 'main');
+        if (!p) throw new AppError('PUBLICATION_NOT_FOUND', `The bucket has no ${a.preview ? 'preview' : 'website'}.`, { bucket_id: mailbox.id });
+        id = p.id;
+      }
+      return { analytics: await publicationAnalytics(c, a.account_id, id, { from: a.from, to: a.to, granularity: a.granularity }) };
     },
   });
 }

@@ -72,3 +72,55 @@ export const SlugRenamed = z.object({
   publication: Publication.nullable(),
   preview: Publication.nullable(),
 });
+
+const AnalyticsCount = z.object({ value: z.string().describe('The path, referring host, country code or status code; "(other)" gathers values past the per-hour cap'), count: z.number().int() });
+
+export const PublicationAnalytics = named(
+  'PublicationAnalytics',
+  z.object({
+    publication_id: z.string(),
+    bucket_id: z.string(),
+    from: Timestamp.describe('Start of the first bucket (inclusive)'),
+    to: Timestamp.describe('End of the last bucket (exclusive)'),
+    granularity: z.enum(['hour', 'day']),
+    totals: z.object({
+      views: z.number().int().describe('Page views: GETs of HTML pages answered 2xx or 304, robots excluded'),
+      visitors: z.number().int().describe('Unique visitors per UTC day, summed over the days the range touches (no cookies: a salted hash of IP and user agent that changes every day)'),
+      requests: z.number().int().describe('Every response, pages, assets and errors'),
+      bytes: z.number().int().describe('Body bytes sent'),
+    }),
+    series: z.array(
+      z.object({
+        start: Timestamp,
+        views: z.number().int(),
+        visitors: z.number().int().describe('Distinct visitors in this hour or day'),
+        requests: z.number().int(),
+        bytes: z.number().int(),
+      }),
+    ),
+    top_paths: z.array(AnalyticsCount).describe('Most viewed paths (page views), at most 10'),
+    top_referrers: z.array(AnalyticsCount).describe('Referring hosts of page views (host only), at most 10'),
+    countries: z.array(AnalyticsCount).describe('ISO country codes of page views, at most 10; empty unless a GeoIP database is configured'),
+    status_codes: z.array(AnalyticsCount).describe('Responses by HTTP status code'),
+    countries_enabled: z.boolean().describe('Whether this Cubby has a GeoIP database (CUBBY_GEOIP_DB)'),
+  }),
+  "A published site's visits, counted without cookies, per UTC hour or day. Counts reach the database within CUBBY_SITE_ANALYTICS_FLUSH_MS (10 s by default).",
+  {
+    publication_id: 'pub_01JD2Q9K3M4N5P6Q7R8S9T0V1W',
+    bucket_id: 'bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W',
+    from: '2026-11-25T00:00:00.000Z',
+    to: '2026-11-27T00:00:00.000Z',
+    granularity: 'day',
+    totals: { views: 42, visitors: 17, requests: 120, bytes: 1048576 },
+    series: [
+      { start: '2026-11-25T00:00:00.000Z', views: 30, visitors: 12, requests: 90, bytes: 786432 },
+      { start: '2026-11-26T00:00:00.000Z', views: 12, visitors: 5, requests: 30, bytes: 262144 },
+    ],
+    top_paths: [{ value: '/', count: 25 }, { value: '/about.html', count: 17 }],
+    top_referrers: [{ value: 'news.example.com', count: 9 }],
+    countries: [],
+    status_codes: [{ value: '200', count: 110 }, { value: '404', count: 10 }],
+    countries_enabled: false,
+  },
+);
+export const PublicationAnalyticsOne = z.object({ analytics: PublicationAnalytics });

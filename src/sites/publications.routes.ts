@@ -14,7 +14,8 @@ import { hostLabel } from './urls.ts';
 import type { PublishBody } from './request.ts';
 import { okA, responsesA } from '../http/contract.ts';
 import type { ErrorCode } from '../errors.ts';
-import { BucketPublications, PublicationList, PublicationOne, SlugRenamed } from './publications.responses.ts';
+import { BucketPublications, PublicationAnalyticsOne, PublicationList, PublicationOne, SlugRenamed } from './publications.responses.ts';
+import { publicationAnalytics } from './analytics/query.ts';
 
 const PUBLISH_CODES: ErrorCode[] = ['EMAIL_NOT_VERIFIED', 
   'MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'MAILBOX_LOCKED', 'WEBSITE_PUBLISHING_DISABLED', 'PUBLICATION_UPGRADE_REQUIRED', 'SITE_SLUG_TAKEN', 'SITE_LIMIT_REACHED', 'BUCKET_PUBLISHED',
@@ -137,4 +138,24 @@ export function registerPublicationRoutesA(app: App) {
     const { publication, perms } = await loadPublication(req.ctx, req.query.account_id, req.params.id);
     return { data: { publication: presentPublication(req.ctx, publication, { owner: perms.write }) } };
   });
+
+  app.get(
+    '/publications/:id/analytics',
+    {
+      schema: {
+        operationId: 'getPublicationAnalytics',
+        response: responsesA({ 200: okA(PublicationAnalyticsOne) }, ['PUBLICATION_NOT_FOUND', 'ANALYTICS_RANGE_INVALID', 'ANALYTICS_GRANULARITY_INVALID']),
+        tags,
+        summary: "A site's page views, unique visitors (no cookies), referrers, paths, countries and status codes per hour or day",
+        params: z.object({ id: z.string().min(1).max(100).describe('pub_… id') }),
+        querystring: z.object({
+          from: z.string().max(40).optional().describe('Start: a date (YYYY-MM-DD) or an ISO 8601 time with a zone; default 7 days before to (the current hour or day included); aligned down to the granularity'),
+          to: z.string().max(40).optional().describe('End (exclusive): same forms; default now; aligned up to the granularity'),
+          granularity: z.string().max(20).optional().describe('hour (range up to 31 days) or day (default; up to 366 days); UTC'),
+          account_id: accountIdField,
+        }),
+      },
+    },
+    async (req) => ({ data: { analytics: await publicationAnalytics(req.ctx, req.query.account_id, req.params.id, req.query) } }),
+  );
 }

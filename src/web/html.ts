@@ -1,4 +1,4 @@
-import { assetUrl } from './assets.ts';
+import { assetUrl, type AssetName } from './assets.ts';
 import type { FastifyReply } from 'fastify';
 
 // Escaped HTML templates. Every interpolated value is escaped unless it is already an
@@ -88,6 +88,8 @@ export interface PageOptions {
   csrf?: string;
   narrow?: boolean;
   active?: NavSection;
+  /** Extra stylesheets and scripts of this page (same origin, loaded after the app's own). */
+  assets?: AssetName[];
 }
 
 const SECTIONS: { id: NavSection; href: string; text: string }[] = [
@@ -114,7 +116,9 @@ export function layout(opts: PageOptions): Html {
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${assetUrl('app.css')}">
 <script src="${assetUrl('app.js')}" defer></script>
-</head>
+${(opts.assets ?? []).map((a) => (a.endsWith('.css') ? html`<link rel="stylesheet" href="${assetUrl(a)}">
+` : html`<script src="${assetUrl(a)}" defer></script>
+`))}</head>
 <body${opts.csrf ? html` data-csrf="${opts.csrf}"` : ''}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><div class="bar"><a class="brand" href="/"><span class="logo" aria-hidden="true"></span>Cubby</a>${nav}</div></header>

@@ -17,6 +17,7 @@ import { mailboxBase, mailboxHeader, mailboxName } from './mailbox.views.ts';
 import { notFound } from './mailbox.pages.ts';
 import { folderListing } from './files.data.ts';
 import { siteDomainActions, siteDomainsCard } from './site-domains.views.ts';
+import { rangeKey, siteVisits, visitsCard } from './site-analytics.views.ts';
 
 // The mailbox's website: publish (or a 24-hour preview), unpublish, the build's state (the page
 // refreshes itself while a build runs), the public URL, access mode with the password, SPA mode,
@@ -93,6 +94,9 @@ async function renderSite(req: FastifyRequest, reply: FastifyReply, deps: AppDep
 <label for="f-slug">Site name</label><input class="grow" id="f-slug" name="slug" type="text" value="${slug ?? ''}" required maxlength="63" pattern="[a-z0-9-]+" data-slug-check="${base}/site/slug" aria-describedby="slug-status">
 <button class="secondary" type="submit">Rename</button></form><p class="small" id="slug-status" role="status" aria-live="polite"></p><p class="hint">Lower-case letters, digits and dashes. The old address redirects to the current one for 30 days.</p></div>`
     : '';
+  // Visits of the live site (also after an unpublish would hide it: only while there is one).
+  const range = rangeKey((req.query as { range?: unknown }).range);
+  const visits = cur && cur.publish_state !== 'queued' ? visitsCard(await siteVisits(deps, cur, range), range, base) : null;
   const body = html`${mailboxHeader({ mailbox: m, tab: 'site', canWrite: mayChange(opened.loaded), canAdmin: mayChange(opened.loaded, 'admin'), csrf })}
 ${alert ? html`<div class="alert bad" role="alert">${alert}</div>` : ''}
 ${
@@ -102,11 +106,12 @@ ${
 }
 ${m.archived_at ? html`<div class="alert info" role="note">The mailbox is archived; unarchive it to publish.</div>` : ''}
 ${publicationCard(deps, main, 'Website', csrf, base, canWrite, 'main')}
+${visits ?? ''}
 ${preview && preview.status !== 'unpublished' ? publicationCard(deps, preview, 'Preview', csrf, base, canWrite, 'preview') : ''}
 ${form}
 ${enabled ? await siteDomainsCard(deps, m.id, csrf, base, canWrite) : ''}
 <p><a href="${base}/git">Git sync</a>: keep this mailbox in step with a branch of a git repository, and rebuild the site on every push.</p>`;
-  return sendPage(reply, status, layout({ title: `Site · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes' }));
+  return sendPage(reply, status, layout({ title: `Site · ${mailboxName(m)}`, user: session.user, csrf, body, active: 'mailboxes', assets: visits ? ['uplot.css', 'uplot.js', 'site-chart.js'] : [] }));
 }
 
 export function registerSitePages(web: FastifyInstance, deps: AppDeps): void {

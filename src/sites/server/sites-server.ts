@@ -8,6 +8,7 @@ import { baseHeaders, serveEntry } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
 import { emailPage, noSitePage, notFoundPage, passwordPage, unknownHostPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
+import { startSiteAnalytics, type SiteAnalytics } from '../analytics/recorder.ts';
 import { ACME_PREFIX, TLS_ASK_PATH, acmeChallengeAnswer, canonicalLocation, tlsAllowed } from './custom-host.ts';
 import { createTlsSitesServer } from './tls.ts';
 
@@ -20,6 +21,8 @@ const ROBOTS_NOINDEX = 'User-agent: *\nDisallow: /\n';
 
 export interface SitesServer {
   port: number;
+  /** Writes the analytics counted so far (they are also written on a timer and at close). */
+  flushAnalytics(): Promise<void>;
   /** The TLS listener's port (ACME on), else null. */
   tlsPort: number | null;
   close(): Promise<void>;
@@ -69,7 +72,7 @@ function lookup(site: Site, path: string): FileEntry | { redirect: true } | null
   return files.get(`${path}.html`) ?? null;
 }
 
-export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }) {
+export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }, analytics: SiteAnalytics | null = null) {
   const secure = deps.config.sitesHost !== undefined && deps.config.publicUrl?.startsWith('https:') === true;
   const scheme = secure ? 'https' : 'http';
 
@@ -158,7 +161,9 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       const labels = { method, route: 'site', status: String(res.statusCode) };
       deps.metrics.httpRequests.inc(labels);
       deps.metrics.httpDuration.observe(labels, ms / 1000);
-      deps.log.info({ http: { method, route: 'site', site: labelFromHost(deps.config, req.headers.host), status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
+      const label = labelFromHost(deps.config, req.headers.host);
+      deps.log.info({ http: { method, route: 'site', site: label, status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
+      if (analytics && label) analytics.countResponse(req, res, cache.known(label));
     });
     handle(req, res).catch((err) => {
       log.error({ err }, 'sites server request failed');
@@ -170,7 +175,8 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
 
 export async function startSitesServer(deps: AppDeps, host: string, port: number, log: { error: (o: unknown, m: string) => void }): Promise<SitesServer> {
   const cache = new SiteCache(deps);
-  const handler = createSitesHandler(deps, cache, log);
+  const analytics = await startSiteAnalytics(deps);
+  const handler = createSitesHandler(deps, cache, log, analytics);
   const server = http.createServer({ requestTimeout: 30_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, handler);
   server.keepAliveTimeout = 5000;
   const listen = (s: http.Server, p: number) =>
@@ -184,11 +190,14 @@ export async function startSitesServer(deps: AppDeps, host: string, port: number
   if (tls) await listen(tls, deps.config.siteDomains.tlsPort);
   return {
     port: (server.address() as AddressInfo).port,
+    flushAnalytics: async () => analytics?.flush(),
     tlsPort: tls ? (tls.address() as AddressInfo).port : null,
     async close() {
       cache.close();
       for (const s of [server, tls]) s?.closeAllConnections();
       await Promise.all([server, tls].map((s) => s && new Promise<void>((resolve) => s.close(() => resolve()))));
+      // After the listeners: every response that finished is counted, and written before the database closes.
+      await analytics?.stop();
     },
   };
 }

@@ -316,6 +316,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/publications/{id}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A site's page views, unique visitors (no cookies), referrers, paths, countries and status codes per hour or day */
+        get: operations["getPublicationAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/buckets/{id}/github_sync": {
         parameters: {
             query?: never;
@@ -1463,6 +1480,121 @@ export interface components {
             access_password?: string | null;
             /** @description Owner side, once ready: what to send to visitors */
             share_text?: string;
+        };
+        /**
+         * @description A published site's visits, counted without cookies, per UTC hour or day. Counts reach the database within CUBBY_SITE_ANALYTICS_FLUSH_MS (10 s by default).
+         * @example {
+         *       "publication_id": "pub_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "bucket_id": "bkt_01JD2Q9K3M4N5P6Q7R8S9T0V1W",
+         *       "from": "2026-11-25T00:00:00.000Z",
+         *       "to": "2026-11-27T00:00:00.000Z",
+         *       "granularity": "day",
+         *       "totals": {
+         *         "views": 42,
+         *         "visitors": 17,
+         *         "requests": 120,
+         *         "bytes": 1048576
+         *       },
+         *       "series": [
+         *         {
+         *           "start": "2026-11-25T00:00:00.000Z",
+         *           "views": 30,
+         *           "visitors": 12,
+         *           "requests": 90,
+         *           "bytes": 786432
+         *         },
+         *         {
+         *           "start": "2026-11-26T00:00:00.000Z",
+         *           "views": 12,
+         *           "visitors": 5,
+         *           "requests": 30,
+         *           "bytes": 262144
+         *         }
+         *       ],
+         *       "top_paths": [
+         *         {
+         *           "value": "/",
+         *           "count": 25
+         *         },
+         *         {
+         *           "value": "/about.html",
+         *           "count": 17
+         *         }
+         *       ],
+         *       "top_referrers": [
+         *         {
+         *           "value": "news.example.com",
+         *           "count": 9
+         *         }
+         *       ],
+         *       "countries": [],
+         *       "status_codes": [
+         *         {
+         *           "value": "200",
+         *           "count": 110
+         *         },
+         *         {
+         *           "value": "404",
+         *           "count": 10
+         *         }
+         *       ],
+         *       "countries_enabled": false
+         *     }
+         */
+        PublicationAnalytics: {
+            publication_id: string;
+            bucket_id: string;
+            /** @description Start of the first bucket (inclusive) */
+            from: string;
+            /** @description End of the last bucket (exclusive) */
+            to: string;
+            /** @enum {string} */
+            granularity: "hour" | "day";
+            totals: {
+                /** @description Page views: GETs of HTML pages answered 2xx or 304, robots excluded */
+                views: number;
+                /** @description Unique visitors per UTC day, summed over the days the range touches (no cookies: a salted hash of IP and user agent that changes every day) */
+                visitors: number;
+                /** @description Every response, pages, assets and errors */
+                requests: number;
+                /** @description Body bytes sent */
+                bytes: number;
+            };
+            series: {
+                /** @description ISO 8601 UTC timestamp with milliseconds */
+                start: string;
+                views: number;
+                /** @description Distinct visitors in this hour or day */
+                visitors: number;
+                requests: number;
+                bytes: number;
+            }[];
+            /** @description Most viewed paths (page views), at most 10 */
+            top_paths: {
+                /** @description The path, referring host, country code or status code; "(other)" gathers values past the per-hour cap */
+                value: string;
+                count: number;
+            }[];
+            /** @description Referring hosts of page views (host only), at most 10 */
+            top_referrers: {
+                /** @description The path, referring host, country code or status code; "(other)" gathers values past the per-hour cap */
+                value: string;
+                count: number;
+            }[];
+            /** @description ISO country codes of page views, at most 10; empty unless a GeoIP database is configured */
+            countries: {
+                /** @description The path, referring host, country code or status code; "(other)" gathers values past the per-hour cap */
+                value: string;
+                count: number;
+            }[];
+            /** @description Responses by HTTP status code */
+            status_codes: {
+                /** @description The path, referring host, country code or status code; "(other)" gathers values past the per-hour cap */
+                value: string;
+                count: number;
+            }[];
+            /** @description Whether this Cubby has a GeoIP database (CUBBY_GEOIP_DB) */
+            countries_enabled: boolean;
         };
         /**
          * @description A custom domain of a bucket's website, with the DNS records that prove ownership and route it here.
@@ -4642,6 +4774,96 @@ export interface operations {
                 };
             };
             /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getPublicationAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Start: a date (YYYY-MM-DD) or an ISO 8601 time with a zone; default 7 days before to (the current hour or day included); aligned down to the granularity */
+                from?: string;
+                /** @description End (exclusive): same forms; default now; aligned up to the granularity */
+                to?: string;
+                /** @description hour (range up to 31 days) or day (default; up to 366 days); UTC */
+                granularity?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description pub_… id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            analytics: components["schemas"]["PublicationAnalytics"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `PUBLICATION_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `ANALYTICS_GRANULARITY_INVALID`, `ANALYTICS_RANGE_INVALID`, `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
             422: {
                 headers: {
                     [name: string]: unknown;
