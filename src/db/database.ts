@@ -23,9 +23,9 @@ import * as m0013 from './migrations/0013_accounts_security.ts';
 import * as m0014 from './migrations/0014_search.ts';
 import * as m0019 from './migrations/0019_site_slug_redirects.ts';
 import * as m0020 from './migrations/0020_git_sync.ts';
+import * as m0021 from './migrations/0021_site_analytics.ts';
 import * as m0022 from './migrations/0022_site_domains.ts';
 import * as m0023 from './migrations/0023_account_logos.ts';
-import * as m0021 from './migrations/0021_site_analytics.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -57,9 +57,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '0014_search': m0014,
   '0019_site_slug_redirects': m0019,
   '0020_git_sync': m0020,
+  '0021_site_analytics': m0021,
   '0022_site_domains': m0022,
   '0023_account_logos': m0023,
-  '0021_site_analytics': m0021,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
