@@ -1,13 +1,10 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { labelNow, sendMail } from './smtp-helpers.ts';
 import { enablePublishing, siteFetch } from './sites-helpers.ts';
 import { cli, cliEnv, finished, startCli, tempDir, waitForOutput } from './cli-user-helpers.ts';
-import { verifyWebhook } from '../packages/sdk/src/index.ts';
 
 // The `cubby` user commands end to end: the real CLI as a child process (no terminal), the real
 // app on port 0 (SQLite), every command at least once, exit codes and --json.
@@ -292,7 +289,7 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
     expect((await cli(['unpublish', 'CLI Site', '--preview'], env)).code).toBe(0);
   });
 
-  it('webhook set/show/deliveries/rm, and webhook test signs a sample the SDK verifies', async () => {
+  it('webhook set refuses a private URL; show/deliveries/rm without one', async () => {
     await newBox('CLI Hook');
     // The service refuses private webhook URLs, which is all a test has: set one it accepts the shape of.
     const set = await cli(['webhook', 'set', 'CLI Hook', 'http://127.0.0.1/hook'], env);
@@ -301,27 +298,7 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
     expect((await cli(['webhook', 'show', 'CLI Hook'], env)).stdout).toContain('No webhook');
     expect((await cli(['webhook', 'deliveries', 'CLI Hook', '--json'], env)).json).toEqual([]);
     expect((await cli(['webhook', 'rm', 'CLI Hook', '--json'], env)).json).toMatchObject({ deleted: true });
-
-    const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
-    let verified: unknown = null;
-    const receiver = http.createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => (body += d));
-      req.on('end', async () => {
-        verified = await verifyWebhook(body, req.headers as Record<string, string>, secret).catch((e) => e);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    try {
-      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-      const t = await cli(['webhook', 'test', url, '--secret', secret, '--json'], env);
-      expect(t.code, t.stderr).toBe(0);
-      expect(t.json).toMatchObject({ status: 204, ok: true });
-      expect(verified).toMatchObject({ type: 'email.received' });
-    } finally {
-      receiver.close();
-    }
+    // Delivery and `webhook test` against a real receiver: test/cli-webhook.test.ts.
   });
 
   it('address show; domains add (DNS records table), ls, show, verify, rm', async () => {

@@ -192,6 +192,17 @@ export class Cubby {
     delete: (mailboxId: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/v1/mailboxes/${enc(mailboxId)}/email/webhook`, {}, o),
     deliveries: (mailboxId: string, q: { status?: T.WebhookDelivery['status']; limit?: number } = {}, o?: CallOptions) =>
       this.list<T.WebhookDelivery>(`/v1/mailboxes/${enc(mailboxId)}/email/webhook/deliveries`, 'deliveries', q, o),
+    /**
+     * Asks the service to send a signed sample event (`webhook.test`) to the webhook; the answer
+     * has the event and its queued delivery, which then shows in `deliveries`.
+     */
+    sendTest: (mailboxId: string, o?: CallOptions) =>
+      this.write<Out<'/v1/mailboxes/{mailbox_id}/email/webhook/test', 'post', { event: { id: string; type: 'webhook.test'; created_at: string }; delivery: T.WebhookDelivery }>>(
+        'POST',
+        `/v1/mailboxes/${enc(mailboxId)}/email/webhook/test`,
+        {},
+        o,
+      ),
     /** Checks a delivery's signature (Standard Webhooks) and returns the event; throws WebhookVerificationError. */
     verify: (rawBody: string | Uint8Array, headers: HeaderBag, secret: string, opts?: VerifyOptions) => verifyWebhook(rawBody, headers, secret, opts),
   };

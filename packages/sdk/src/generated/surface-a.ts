@@ -278,7 +278,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Rename the managed website slug (the old address stops answering) */
+        /** Rename the managed website slug (the old address redirects with 301 for 30 days) */
         patch: operations["renameBucketPublicSlug"];
         trace?: never;
     };
@@ -599,133 +599,7 @@ export interface paths {
             cookie?: never;
         };
         /** Search emails and files in every bucket this key can read */
-        get: {
-            parameters: {
-                query: {
-                    /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
-                    q: string;
-                    bucket_id?: string;
-                    /** @description Only emails or only files (default both) */
-                    kind?: "email" | "file";
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                results: {
-                                    /** @enum {string} */
-                                    kind: "email" | "file";
-                                    id: string;
-                                    mailbox_id: string;
-                                    /** @description Higher is a better match; compare within one result list only */
-                                    score: number;
-                                    /** @description Plain text around the first matching word (no markup) */
-                                    snippet: string | null;
-                                    email?: {
-                                        id: string;
-                                        subject: string | null;
-                                        received_at: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    };
-                                    file?: {
-                                        id: string;
-                                        path: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    };
-                                }[];
-                                pagination: {
-                                    limit: number;
-                                    has_more: boolean;
-                                    next_cursor: string | null;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["searchBuckets"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1263,6 +1137,30 @@ export interface components {
             archive: components["schemas"]["MailboxAction"];
             unarchive: components["schemas"]["MailboxAction"];
             delete: components["schemas"]["MailboxAction"];
+        };
+        /** @description One search hit: an email (with its summary) or a file, its score and a plain-text snippet. */
+        SearchResult: {
+            /** @enum {string} */
+            kind: "email" | "file";
+            id: string;
+            mailbox_id: string;
+            /** @description Higher is a better match; compare within one result list only */
+            score: number;
+            /** @description Plain text around the first matching word (no markup) */
+            snippet: string | null;
+            email?: {
+                id: string;
+                subject: string | null;
+                received_at: string;
+            } & {
+                [key: string]: unknown;
+            };
+            file?: {
+                id: string;
+                path: string;
+            } & {
+                [key: string]: unknown;
+            };
         };
         /** @description The authentication flows an agent can use. */
         AgentAuthCapabilities: {
@@ -3513,7 +3411,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3818,7 +3716,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4084,7 +3982,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `PERMISSION_DENIED`, `PUBLICATION_UPGRADE_REQUIRED`, `SITE_LIMIT_REACHED`, `WEBSITE_PUBLISHING_DISABLED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6938,6 +6836,97 @@ export interface operations {
                 };
             };
             /** @description Limit reached; see Retry-After. Error codes: `EMAIL_DOMAIN_SETUP_RATE_LIMITED`, `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    searchBuckets: {
+        parameters: {
+            query: {
+                /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
+                q: string;
+                bucket_id?: string;
+                /** @description Only emails or only files (default both) */
+                kind?: "email" | "file";
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            results: components["schemas"]["SearchResult"][];
+                            pagination: components["schemas"]["Pagination"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `BUCKET_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -81,154 +81,7 @@ export interface paths {
             cookie?: never;
         };
         /** Activity history of the account (owners and administrators) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Only entries by this person */
-                    user_id?: string;
-                    /** @description Only entries made with this API key */
-                    api_key_id?: string;
-                    /** @description Only entries whose target is this mailbox */
-                    mailbox_id?: string;
-                    /** @description An action (mailbox.create) or a prefix (mailbox.) */
-                    action?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description ActivityPage */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                            data: {
-                                account_id: string;
-                                activity: {
-                                    id: string;
-                                    created_at: string;
-                                    action: string;
-                                    target_type: string;
-                                    target_id: string | null;
-                                    reason: string | null;
-                                    request_id: string | null;
-                                    user: {
-                                        id: string;
-                                        email: string | null;
-                                        name: string | null;
-                                    } | null;
-                                    api_key: {
-                                        id: string;
-                                        label: string | null;
-                                    } | null;
-                                    agent: {
-                                        [key: string]: unknown;
-                                    } | null;
-                                }[];
-                                /** @description Pagination */
-                                pagination: {
-                                    limit: number;
-                                    has_more: boolean;
-                                    next_cursor: string | null;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description ErrorEnvelope */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                                details?: unknown;
-                                request_id?: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description ErrorEnvelope */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                                details?: unknown;
-                                request_id?: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description ErrorEnvelope */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                                details?: unknown;
-                                request_id?: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description ErrorEnvelope */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                                details?: unknown;
-                                request_id?: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listAccountActivity"];
         put?: never;
         post?: never;
         delete?: never;
@@ -913,6 +766,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mailboxes/{mailbox_id}/email/webhook/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a signed sample event (type webhook.test) to the webhook, delivered and retried like any other (mailbox-admin) */
+        post: operations["sendEmailWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mailboxes/{mailbox_id}/email/subscription": {
         parameters: {
             query?: never;
@@ -938,145 +808,7 @@ export interface paths {
             cookie?: never;
         };
         /** Search emails (subject, people, body, attachment names and text) and files (path, text) in every mailbox this credential can read */
-        get: {
-            parameters: {
-                query: {
-                    /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
-                    q: string;
-                    mailbox_id?: string;
-                    /** @description Only emails or only files (default both) */
-                    kind?: "email" | "file";
-                    /** @description Page size, 1 to 100 */
-                    limit?: number;
-                    /** @description The previous page's pagination.next_cursor */
-                    cursor?: string;
-                    /** @description Selects another granted account for this request only */
-                    account_id?: string;
-                    /** @description Purpose of the action, for activity history; no secrets */
-                    reason?: string | null;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: true;
-                            data: {
-                                results: {
-                                    /** @enum {string} */
-                                    kind: "email" | "file";
-                                    id: string;
-                                    mailbox_id: string;
-                                    /** @description Higher is a better match; compare within one result list only */
-                                    score: number;
-                                    /** @description Plain text around the first matching word (no markup) */
-                                    snippet: string | null;
-                                    email?: {
-                                        id: string;
-                                        subject: string | null;
-                                        received_at: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    };
-                                    file?: {
-                                        id: string;
-                                        path: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    };
-                                }[];
-                                pagination: {
-                                    limit: number;
-                                    has_more: boolean;
-                                    next_cursor: string | null;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            success: false;
-                            error: {
-                                code: string;
-                                message: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["search"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1331,6 +1063,28 @@ export interface components {
         /** @description Every plan limit by key; null means no cap. */
         PlanLimits: {
             [key: string]: number | null;
+        };
+        /** @description One entry of the activity history: who (person, key or agent), what, when and the reason given. */
+        ActivityEntry: {
+            id: string;
+            created_at: string;
+            action: string;
+            target_type: string;
+            target_id: string | null;
+            reason: string | null;
+            request_id: string | null;
+            user: {
+                id: string;
+                email: string | null;
+                name: string | null;
+            } | null;
+            api_key: {
+                id: string;
+                label: string | null;
+            } | null;
+            agent: {
+                [key: string]: unknown;
+            } | null;
         };
         /**
          * @description One version of a file; every write, rename, move, delete and restore is a version.
@@ -1693,6 +1447,30 @@ export interface components {
             account_id: string;
             mailbox_id: string;
             websocket_url: string;
+        };
+        /** @description One search hit: an email (with its summary) or a file, its score and a plain-text snippet. */
+        SearchResult: {
+            /** @enum {string} */
+            kind: "email" | "file";
+            id: string;
+            mailbox_id: string;
+            /** @description Higher is a better match; compare within one result list only */
+            score: number;
+            /** @description Plain text around the first matching word (no markup) */
+            snippet: string | null;
+            email?: {
+                id: string;
+                subject: string | null;
+                received_at: string;
+            } & {
+                [key: string]: unknown;
+            };
+            file?: {
+                id: string;
+                path: string;
+            } & {
+                [key: string]: unknown;
+            };
         };
         /** @description The authentication flows an agent can use. */
         AgentAuthCapabilities: {
@@ -2645,6 +2423,103 @@ export interface operations {
                                     resets_at: string;
                                 };
                             };
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccountActivity: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Only entries by this person */
+                user_id?: string;
+                /** @description Only entries made with this API key */
+                api_key_id?: string;
+                /** @description Only entries whose target is this mailbox */
+                mailbox_id?: string;
+                /** @description An action (mailbox.create) or a prefix (mailbox.) */
+                action?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            account_id: string;
+                            activity: components["schemas"]["ActivityEntry"][];
+                            pagination: components["schemas"]["Pagination"];
                         };
                     };
                 };
@@ -6185,7 +6060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_RECIPIENT_NOT_ALLOWED`, `EMAIL_RECIPIENT_PLAN_REQUIRED`, `EMAIL_RECIPIENT_UNAUTHENTICATED`, `EMAIL_SENDING_DISABLED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `EMAIL_NOT_VERIFIED`, `EMAIL_RECIPIENT_NOT_ALLOWED`, `EMAIL_RECIPIENT_PLAN_REQUIRED`, `EMAIL_RECIPIENT_UNAUTHENTICATED`, `EMAIL_SENDING_DISABLED`, `EMAIL_WITHHELD`, `PERMISSION_DENIED`. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6194,7 +6069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_ATTACHMENT_NOT_FOUND`, `EMAIL_NOT_FOUND`, `MAILBOX_FILE_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9349,6 +9224,149 @@ export interface operations {
             };
         };
     };
+    sendEmailWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailbox_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Selects another granted account for this request only */
+                    account_id?: string;
+                    /** @description Purpose of the action, for activity history; no secrets */
+                    reason?: string | null;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description A signed webhook.test event is queued for the webhook (not the live channel); its delivery shows in the delivery log */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            event: {
+                                id: string;
+                                /** @enum {string} */
+                                type: "webhook.test";
+                                /** @description ISO 8601 UTC timestamp with milliseconds */
+                                created_at: string;
+                            };
+                            delivery: components["schemas"]["WebhookDelivery"];
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request. Error codes: `MALFORMED_JSON`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `ACCOUNT_SUSPENDED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `EMAIL_WEBHOOK_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state; nothing changed. Error codes: `MAILBOX_ARCHIVED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too large. Error codes: `PAYLOAD_TOO_LARGE`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type. Error codes: `UNSUPPORTED_MEDIA_TYPE`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Read-only. Error codes: `ACCOUNT_READ_ONLY`. */
+            423: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createEmailSubscription: {
         parameters: {
             query?: {
@@ -9376,6 +9394,101 @@ export interface operations {
                         success: true;
                         data: {
                             subscription: components["schemas"]["LiveSubscription"];
+                        };
+                    };
+                };
+            };
+            /** @description Not authenticated. Error codes: `API_KEY_EXPIRED`, `API_KEY_REVOKED`, `UNAUTHENTICATED`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Refused. Error codes: `ACCOUNT_ACCESS_DENIED`, `PERMISSION_DENIED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. Error codes: `ACCOUNT_NOT_FOUND`, `MAILBOX_NOT_FOUND`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid input; nothing changed. Error codes: `INVALID_ARGUMENT`, `REASON_CONTAINS_SECRET`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached; see Retry-After. Error codes: `RATE_LIMITED`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error. Error codes: `INTERNAL`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    search: {
+        parameters: {
+            query: {
+                /** @description words, "phrases", -word, from:, to:, subject:, filename:, has:attachment, before:/after:YYYY-MM-DD */
+                q: string;
+                mailbox_id?: string;
+                /** @description Only emails or only files (default both) */
+                kind?: "email" | "file";
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description The previous page's pagination.next_cursor */
+                cursor?: string;
+                /** @description Selects another granted account for this request only */
+                account_id?: string;
+                /** @description Purpose of the action, for activity history; no secrets */
+                reason?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            results: components["schemas"]["SearchResult"][];
+                            pagination: components["schemas"]["Pagination"];
                         };
                     };
                 };
