@@ -11,7 +11,7 @@ import { Cubby as CoreCubby, type CubbyOptions } from './client.ts';
 import type { HasherFactory } from './hashing.ts';
 import type { UploadSource } from './sources.ts';
 import { guessContentType } from './sources.ts';
-import type { UploadEntry, UploadFileOptions, UploadManyOptions, UploadManyResult } from './uploads.ts';
+import { SESSION_FILE_LIMIT, type UploadEntry, type UploadFileOptions, type UploadManyOptions, type UploadManyResult } from './uploads.ts';
 import type { WebSocketConstructor } from './live.ts';
 import type { FileWrite } from './types.ts';
 
@@ -111,8 +111,12 @@ export class Cubby extends CoreCubby {
     return this.uploadFile(mailboxId, remotePath, fileSource(localPath, { contentType: opts?.contentType }), opts);
   }
 
-  /** Uploads a folder through one upload session; `deleteMissing` makes the mailbox (under no prefix) mirror it. */
-  async uploadDirectory(mailboxId: string, dir: string, opts: UploadDirectoryOptions = {}): Promise<UploadManyResult> {
+  /**
+   * Uploads a folder through one upload session (more past 10,000 files); `deleteMissing` makes
+   * the mailbox mirror it. The folder is walked twice (count and bytes, then upload), lazily, so
+   * memory stays flat however many files it holds.
+   */
+  async uploadDirectory(mailboxId: string, dir: string, opts: UploadDirectoryOptions = {}): Promise<UploadManyResult & { pruned?: number }> {
     let count = 0;
     let bytes = 0;
     for await (const f of walkDirectory(dir, opts)) {
@@ -122,7 +126,28 @@ export class Cubby extends CoreCubby {
     const entries = async function* (): AsyncGenerator<UploadEntry> {
       for await (const f of walkDirectory(dir, opts)) yield { path: joinRemote(opts.prefix, f.relativePath), source: fileSource(f.localPath) };
     };
-    return this.uploadMany(mailboxId, entries(), { expectedFileCount: count, expectedBytes: bytes, ...opts });
+    // The service prunes (delete_missing) within one session; a folder that needs several is
+    // mirrored here instead, after every part is saved.
+    const pruneHere = Boolean(opts.deleteMissing) && count > Math.min(SESSION_FILE_LIMIT, opts.sessionFileLimit ?? SESSION_FILE_LIMIT);
+    const result = await this.uploadMany(mailboxId, entries(), { expectedFileCount: count, expectedBytes: bytes, ...opts, ...(pruneHere ? { deleteMissing: false } : {}) });
+    if (!pruneHere) return result;
+    return { ...result, pruned: await this.pruneMissing(mailboxId, dir, opts) };
+  }
+
+  /** Deletes the mailbox's files (never `_email/`) that have no regular file at their place in `dir` (under `prefix`). */
+  private async pruneMissing(mailboxId: string, dir: string, opts: UploadDirectoryOptions): Promise<number> {
+    const ignore = new Set(opts.ignore ?? ['.git', '.DS_Store']);
+    const prefix = joinRemote(opts.prefix, '');
+    let pruned = 0;
+    for await (const f of this.files.list(mailboxId, { limit: 100 })) {
+      if (f.path.startsWith('_email/')) continue;
+      const rel = prefix ? (f.path.startsWith(prefix) ? f.path.slice(prefix.length) : null) : f.path;
+      const local = rel === null || rel.split('/').some((seg) => ignore.has(seg)) ? null : await fs.promises.stat(path.join(dir, ...rel.split('/'))).catch(() => null);
+      if (local?.isFile()) continue;
+      await this.files.delete(mailboxId, f.id, { signal: opts.signal });
+      pruned++;
+    }
+    return pruned;
   }
 
   /** Writes a file's current version to `localPath`, streamed. */
