@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cubby, CubbyError, WebhookVerificationError, verifyWebhook } from '../packages/sdk/src/node.ts';
+import { Cubby, CubbyError, fileSource, WebhookVerificationError, verifyWebhook } from '../packages/sdk/src/node.ts';
 import { digestBytes } from '../packages/sdk/src/hashing.ts';
 import type { TestApp, TestUser } from './harness.ts';
 import { makeCert, Receiver, startHookApp, type TestCert } from './webhook-receiver.ts';
@@ -197,6 +198,52 @@ describe('@cubby/sdk', () => {
     expect(result.uploaded).toBe(2);
     expect(inSession.hashed).toBe(2);
     expect(new TextDecoder().decode(await cubby.files.read(box.id, (await cubby.files.byPath(box.id, 'batch/changing.txt')).id))).toBe('after the edit!!');
+  });
+
+  it('a file on disk that changes after it was hashed (same size, or shorter) is sent again with its new bytes; a longer one sends what was hashed', async () => {
+    const box = await cubby.mailboxes.create({ title: `Changing file ${Date.now()}` });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-sdk-changing-'));
+    const big = 9 * 1024 * 1024; // above the in-memory limit: hashed, then streamed again for the PUT
+    /** fileSource, with the file edited on disk right after its first hashing. */
+    const editedAfterHashing = (file: string, edit: () => void) => {
+      const src = fileSource(file);
+      const digests = src.digests.bind(src);
+      const counter = { hashed: 0 };
+      src.digests = async () => {
+        const d = await digests();
+        if (counter.hashed++ === 0) edit();
+        return d;
+      };
+      return { src, counter };
+    };
+    const sha = async (p: string) => (await cubby.files.byPath(box.id, p)).current_file_version!.sha256;
+    const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+    try {
+      const cases = [
+        { name: 'same-size.bin', edit: (f: string) => fs.writeFileSync(f, Buffer.alloc(big, 2)), expected: () => Buffer.alloc(big, 2), hashed: 2 },
+        { name: 'shorter.bin', edit: (f: string) => fs.truncateSync(f, big / 2), expected: () => Buffer.alloc(big / 2, 1), hashed: 2 },
+        { name: 'longer.bin', edit: (f: string) => fs.appendFileSync(f, Buffer.alloc(1024, 3)), expected: () => Buffer.alloc(big, 1), hashed: 1 },
+      ];
+      for (const c of cases) {
+        const file = path.join(dir, c.name);
+        fs.writeFileSync(file, Buffer.alloc(big, 1));
+        const { src, counter } = editedAfterHashing(file, () => c.edit(file));
+        const saved = await cubby.uploadFile(box.id, c.name, src);
+        expect(saved.file.path, c.name).toBe(c.name);
+        expect(counter.hashed, c.name).toBe(c.hashed);
+        expect(await sha(c.name), c.name).toBe(hex(c.expected()));
+      }
+      // In a session too: the changed file is declared again in the same session.
+      const file = path.join(dir, 'in-session.bin');
+      fs.writeFileSync(file, Buffer.alloc(big, 1));
+      const { src, counter } = editedAfterHashing(file, () => fs.writeFileSync(file, Buffer.alloc(big, 4)));
+      const result = await cubby.uploadMany(box.id, [{ path: 'in-session.bin', source: src }, { path: 'steady.txt', source: 'steady' }]);
+      expect(result).toMatchObject({ uploaded: 2, sessions: 1 });
+      expect(counter.hashed).toBe(2);
+      expect(await sha('in-session.bin')).toBe(hex(Buffer.alloc(big, 4)));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('emails: poll from a saved cursor, read, mark, raw, attachments, send and reply', async () => {

@@ -2,7 +2,7 @@ import { errorFromResponse } from './errors.ts';
 import { Transport, type FetchLike, type RequestSpec, type TransportOptions } from './http.ts';
 import { PageIterator, pageOf } from './pagination.ts';
 import { jsHasher, type HasherFactory } from './hashing.ts';
-import { uploadFile, uploadMany, type UploadContext, type UploadEntry, type UploadFileOptions, type UploadManyOptions, type UploadManyResult } from './uploads.ts';
+import { uploadFile, uploadMany, type PutBytes, type UploadContext, type UploadEntry, type UploadFileOptions, type UploadManyOptions, type UploadManyResult } from './uploads.ts';
 import type { UploadInput } from './sources.ts';
 import { verifyWebhook, type HeaderBag, type VerifyOptions } from './webhooks.ts';
 import { subscribe, type SubscribeOptions, type Subscription, type WebSocketConstructor } from './live.ts';
@@ -63,8 +63,11 @@ export class Cubby {
     return new PageIterator<I>(async (cursor) => pageOf<I>(await this.get<Record<string, unknown>>(path, { ...query, ...(cursor ? { cursor } : {}) }, o), key), start, keepEmptyCursor);
   }
 
+  /** How the bytes of uploads are PUT; the Node entry streams files over node:http. */
+  protected putBytes: PutBytes | undefined = undefined;
+
   private get uploadContext(): UploadContext {
-    return { transport: this.transport, fetch: this.fetchImpl, hasher: this.hasher, sleep: this.sleep };
+    return { transport: this.transport, fetch: this.fetchImpl, hasher: this.hasher, sleep: this.sleep, putBytes: this.putBytes };
   }
 
   // ── account ─────────────────────────────────────────────────────────────

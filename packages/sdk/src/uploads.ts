@@ -70,36 +70,53 @@ export interface UploadManyResult {
   session: UploadSession;
 }
 
+/** What a PUT of the bytes answered. */
+export interface PutAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/** Sends one PUT of a source's bytes (the Node entry streams files over node:http with keep-alive). */
+export type PutBytes = (url: string, headers: Record<string, string>, source: UploadSource, signal?: AbortSignal) => Promise<PutAnswer>;
+
 export interface UploadContext {
   transport: Transport;
   fetch: FetchLike;
   hasher: HasherFactory;
   sleep: (ms: number) => Promise<void>;
+  /** Replaces fetch for the PUTs of the bytes (default: fetch with the source's body). */
+  putBytes?: PutBytes;
+}
+
+async function fetchPut(ctx: UploadContext, url: string, headers: Record<string, string>, source: UploadSource, signal?: AbortSignal): Promise<PutAnswer> {
+  const body = await source.open();
+  const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers, body: body as BodyInit, signal };
+  if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) init.duplex = 'half';
+  const res = await ctx.fetch(url, init);
+  return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
 const MAX_CHECKSUM_RETRIES = 2;
 
 async function put(ctx: UploadContext, target: UploadTarget, source: UploadSource, signal?: AbortSignal): Promise<void> {
   for (let attempt = 0; ; attempt++) {
-    const body = await source.open();
-    const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: target.headers, body: body as BodyInit, signal };
-    if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) init.duplex = 'half';
-    let res: Response;
+    let res: PutAnswer;
     try {
-      res = await ctx.fetch(target.url, init);
+      res = await (ctx.putBytes ? ctx.putBytes(target.url, target.headers, source, signal) : fetchPut(ctx, target.url, target.headers, source, signal));
     } catch (err) {
+      if (err instanceof CubbyError) throw err; // e.g. the bytes changed while they were sent
       if (signal?.aborted || attempt >= 2) throw new CubbyError({ code: 'NETWORK_ERROR', status: 0, message: `upload failed: ${(err as Error).message}`, cause: err });
       continue;
     }
-    const text = await res.text();
-    if (res.ok) return;
+    if (res.status >= 200 && res.status < 300) return;
     let parsed: any;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(res.text);
     } catch {
       parsed = undefined;
     }
-    const error = errorFromResponse(res.status, res.headers, parsed, text);
+    const error = errorFromResponse(res.status, res.headers, parsed, res.text);
     if ((res.status === 503 || res.status === 429) && attempt < 3) {
       await ctx.sleep((error.retryAfter ?? 1) * 1000);
       continue;
