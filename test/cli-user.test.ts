@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { labelNow, sendMail } from './smtp-helpers.ts';
 import { enablePublishing, siteFetch } from './sites-helpers.ts';
-import { cli, cliEnv, finished, startCli, tempDir, waitForOutput } from './cli-user-helpers.ts';
+import { cli, cliEnv, finished, ROOT, startCli, tempDir, waitForOutput } from './cli-user-helpers.ts';
 
 // The `cubby` user commands end to end: the real CLI as a child process (no terminal), the real
 // app on port 0 (SQLite), every command at least once, exit codes and --json.
@@ -69,6 +69,17 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
     expect(status.stdout).not.toMatch(/\x1b\[/);
     expect((await cli(['status', '--json'], env)).json).toMatchObject({ account: { id: user.accountId }, user: { email: user.email } });
 
+    // nested help with examples; an unknown command to help is a usage error
+    const nested = await cli(['help', 'mail', 'send'], env);
+    expect(nested.code).toBe(0);
+    expect(nested.stdout).toContain('Usage: cubby mail send');
+    expect(nested.stdout).toContain('Examples:');
+    expect((await cli(['help', 'mail', 'nope'], env)).code).toBe(2);
+    // the server cannot be reached: temporary (75), with the code
+    const down = await cli(['status'], { ...env, CUBBY_URL: 'http://127.0.0.1:9' });
+    expect(down.code).toBe(75);
+    expect(down.stderr).toContain('NETWORK_ERROR');
+
     for (const shell of ['bash', 'zsh', 'fish']) {
       const c = await cli(['completion', shell], env);
       expect(c.code).toBe(0);
@@ -76,6 +87,26 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
       expect(c.stdout).toContain('mailboxes');
     }
     expect((await cli(['completion', 'tcsh'], env)).code).toBe(2);
+  });
+
+  it('on a terminal (a pty through script(1)): colours and a progress bar; never with NO_COLOR or --no-color; --quiet prints no progress', async () => {
+    await newBox('CLI Tty');
+    const dir = path.join(work, 'tty');
+    for (let i = 0; i < 30; i++) write(`tty/f${i}.txt`, `tty ${i}\n`);
+    const onTty = (args: string[], extra: Record<string, string> = {}) =>
+      cli(['-qec', [process.execPath, path.join(ROOT, 'bin/cubby.js'), ...args].map((a) => `'${a}'`).join(' '), '/dev/null'], { ...env, TERM: 'xterm-256color', ...extra }, { bin: 'script' });
+    const coloured = await onTty(['mailboxes', 'ls']);
+    expect(coloured.code, coloured.stdout).toBe(0);
+    expect(coloured.stdout).toMatch(/\x1b\[1mID\s+TITLE/);
+    expect((await onTty(['mailboxes', 'ls'], { NO_COLOR: '1' })).stdout).not.toMatch(/\x1b\[/);
+    expect((await onTty(['mailboxes', 'ls', '--no-color'])).stdout).not.toMatch(/\x1b\[1m/);
+    const bar = await onTty(['sync', dir, 'CLI Tty:']);
+    expect(bar.code, bar.stdout).toBe(0);
+    expect(bar.stdout).toMatch(/30\/30 files \| .* \| ETA/);
+    const quiet = await cli(['sync', dir, 'CLI Tty:', '--quiet'], env);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe('');
+    expect(quiet.stdout).toMatch(/0 uploaded, 30 unchanged/);
   });
 
   it('mailboxes: create, ls, show, rename, archive, unarchive, delete (--yes), unknown names are 3', async () => {
