@@ -164,6 +164,39 @@ describe('@cubby/sdk', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('uploadDirectory past the per-session limit: one session after another; a mirror (deleteMissing) of such a folder prunes after uploading', async () => {
+    const box = await cubby.mailboxes.create({ title: `Parts ${Date.now()}` });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-sdk-parts-'));
+    try {
+      for (let i = 0; i < 45; i++) {
+        fs.mkdirSync(path.join(dir, `d${i % 3}`), { recursive: true });
+        fs.writeFileSync(path.join(dir, `d${i % 3}`, `f${i}.txt`), `part ${i}\n`);
+      }
+      await cubby.uploadFile(box.id, 'stray.txt', 'not in the folder');
+      // sessions of at most 20 files (the service's limit is 10,000; the SDK takes a lower one for tests)
+      const first = await cubby.uploadDirectory(box.id, dir, { batchSize: 10, sessionFileLimit: 20, clientSessionKey: `parts-${box.id}` });
+      expect(first).toMatchObject({ uploaded: 45, skipped: 0, sessions: 3, session: { status: 'finalized' } });
+      expect(first.pruned).toBeUndefined();
+      expect((await cubby.mailboxes.get(box.id)).files_count).toBe(46);
+
+      fs.rmSync(path.join(dir, 'd1', 'f1.txt'));
+      fs.writeFileSync(path.join(dir, 'd0', 'f0.txt'), 'changed\n');
+      const mirror = await cubby.uploadDirectory(box.id, dir, { batchSize: 10, sessionFileLimit: 20, deleteMissing: true });
+      expect(mirror).toMatchObject({ uploaded: 1, skipped: 43, sessions: 3, pruned: 2 });
+      const left = (await cubby.files.list(box.id, { limit: 100 }).toArray()).map((f) => f.path);
+      expect(left).toHaveLength(44);
+      expect(left).not.toContain('stray.txt');
+      expect(left).not.toContain('d1/f1.txt');
+      // uploadMany cannot mirror through several sessions: refused before anything changes
+      const refused = await cubby.uploadMany(box.id, [], { deleteMissing: true, expectedFileCount: 30, sessionFileLimit: 20, batchSize: 10 }).catch((e) => e);
+      expect(refused).toBeInstanceOf(CubbyError);
+      expect(refused.code).toBe('TOO_MANY_FILES_FOR_DELETE_MISSING');
+      expect((await cubby.mailboxes.get(box.id)).lock?.locked ?? false).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a file that changes between hashing and upload is hashed, declared and uploaded again', async () => {
     const box = await cubby.mailboxes.create({ title: `Changing ${Date.now()}` });
     // A source whose content changes once, right after it was first hashed (as a file being written to).
