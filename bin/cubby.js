@@ -8,6 +8,13 @@ if (process.argv[2] === 'serve' && !process.env.UV_THREADPOOL_SIZE) process.env.
 const { register } = await import('tsx/esm/api');
 
 register();
+// `cubby … | head`: the reader went away; stop quietly instead of crashing on EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
 // The user commands (over the SDK) start without loading the server's modules; serve, admin,
 // help and --version go through the full program.
 const first = process.argv[2];

@@ -21,8 +21,10 @@ export function cliEnv(extra: Record<string, string> = {}): Record<string, strin
   return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...extra };
 }
 
-export function startCli(args: string[], env: Record<string, string>, opts: { cwd?: string } = {}): ChildProcess {
-  return spawn(process.execPath, [path.join(ROOT, 'bin/cubby.js'), ...args], { cwd: opts.cwd ?? ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+/** Starts `cubby ARGS`, or with `bin` another program (e.g. script(1) for a terminal) with ARGS as they are. */
+export function startCli(args: string[], env: Record<string, string>, opts: { cwd?: string; bin?: string } = {}): ChildProcess {
+  const [cmd, argv] = opts.bin ? [opts.bin, args] : [process.execPath, [path.join(ROOT, 'bin/cubby.js'), ...args]];
+  return spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
 export function finished(child: ChildProcess, input?: string | Buffer): Promise<CliRun> {
@@ -45,7 +47,7 @@ export function finished(child: ChildProcess, input?: string | Buffer): Promise<
   });
 }
 
-export function cli(args: string[], env: Record<string, string>, opts: { input?: string | Buffer; cwd?: string } = {}): Promise<CliRun> {
+export function cli(args: string[], env: Record<string, string>, opts: { input?: string | Buffer; cwd?: string; bin?: string } = {}): Promise<CliRun> {
   return finished(startCli(args, env, opts), opts.input);
 }
 

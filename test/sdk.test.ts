@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cubby, CubbyError, WebhookVerificationError, verifyWebhook } from '../packages/sdk/src/node.ts';
+import { Cubby, CubbyError, fileSource, WebhookVerificationError, verifyWebhook } from '../packages/sdk/src/node.ts';
 import { digestBytes } from '../packages/sdk/src/hashing.ts';
 import type { TestApp, TestUser } from './harness.ts';
 import { makeCert, Receiver, startHookApp, type TestCert } from './webhook-receiver.ts';
@@ -163,6 +164,39 @@ describe('@cubby/sdk', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('uploadDirectory past the per-session limit: one session after another; a mirror (deleteMissing) of such a folder prunes after uploading', async () => {
+    const box = await cubby.mailboxes.create({ title: `Parts ${Date.now()}` });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-sdk-parts-'));
+    try {
+      for (let i = 0; i < 45; i++) {
+        fs.mkdirSync(path.join(dir, `d${i % 3}`), { recursive: true });
+        fs.writeFileSync(path.join(dir, `d${i % 3}`, `f${i}.txt`), `part ${i}\n`);
+      }
+      await cubby.uploadFile(box.id, 'stray.txt', 'not in the folder');
+      // sessions of at most 20 files (the service's limit is 10,000; the SDK takes a lower one for tests)
+      const first = await cubby.uploadDirectory(box.id, dir, { batchSize: 10, sessionFileLimit: 20, clientSessionKey: `parts-${box.id}` });
+      expect(first).toMatchObject({ uploaded: 45, skipped: 0, sessions: 3, session: { status: 'finalized' } });
+      expect(first.pruned).toBeUndefined();
+      expect((await cubby.mailboxes.get(box.id)).files_count).toBe(46);
+
+      fs.rmSync(path.join(dir, 'd1', 'f1.txt'));
+      fs.writeFileSync(path.join(dir, 'd0', 'f0.txt'), 'changed\n');
+      const mirror = await cubby.uploadDirectory(box.id, dir, { batchSize: 10, sessionFileLimit: 20, deleteMissing: true });
+      expect(mirror).toMatchObject({ uploaded: 1, skipped: 43, sessions: 3, pruned: 2 });
+      const left = (await cubby.files.list(box.id, { limit: 100 }).toArray()).map((f) => f.path);
+      expect(left).toHaveLength(44);
+      expect(left).not.toContain('stray.txt');
+      expect(left).not.toContain('d1/f1.txt');
+      // uploadMany cannot mirror through several sessions: refused before anything changes
+      const refused = await cubby.uploadMany(box.id, [], { deleteMissing: true, expectedFileCount: 30, sessionFileLimit: 20, batchSize: 10 }).catch((e) => e);
+      expect(refused).toBeInstanceOf(CubbyError);
+      expect(refused.code).toBe('TOO_MANY_FILES_FOR_DELETE_MISSING');
+      expect((await cubby.mailboxes.get(box.id)).lock?.locked ?? false).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a file that changes between hashing and upload is hashed, declared and uploaded again', async () => {
     const box = await cubby.mailboxes.create({ title: `Changing ${Date.now()}` });
     // A source whose content changes once, right after it was first hashed (as a file being written to).
@@ -197,6 +231,52 @@ describe('@cubby/sdk', () => {
     expect(result.uploaded).toBe(2);
     expect(inSession.hashed).toBe(2);
     expect(new TextDecoder().decode(await cubby.files.read(box.id, (await cubby.files.byPath(box.id, 'batch/changing.txt')).id))).toBe('after the edit!!');
+  });
+
+  it('a file on disk that changes after it was hashed (same size, or shorter) is sent again with its new bytes; a longer one sends what was hashed', async () => {
+    const box = await cubby.mailboxes.create({ title: `Changing file ${Date.now()}` });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-sdk-changing-'));
+    const big = 9 * 1024 * 1024; // above the in-memory limit: hashed, then streamed again for the PUT
+    /** fileSource, with the file edited on disk right after its first hashing. */
+    const editedAfterHashing = (file: string, edit: () => void) => {
+      const src = fileSource(file);
+      const digests = src.digests.bind(src);
+      const counter = { hashed: 0 };
+      src.digests = async () => {
+        const d = await digests();
+        if (counter.hashed++ === 0) edit();
+        return d;
+      };
+      return { src, counter };
+    };
+    const sha = async (p: string) => (await cubby.files.byPath(box.id, p)).current_file_version!.sha256;
+    const hex = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+    try {
+      const cases = [
+        { name: 'same-size.bin', edit: (f: string) => fs.writeFileSync(f, Buffer.alloc(big, 2)), expected: () => Buffer.alloc(big, 2), hashed: 2 },
+        { name: 'shorter.bin', edit: (f: string) => fs.truncateSync(f, big / 2), expected: () => Buffer.alloc(big / 2, 1), hashed: 2 },
+        { name: 'longer.bin', edit: (f: string) => fs.appendFileSync(f, Buffer.alloc(1024, 3)), expected: () => Buffer.alloc(big, 1), hashed: 1 },
+      ];
+      for (const c of cases) {
+        const file = path.join(dir, c.name);
+        fs.writeFileSync(file, Buffer.alloc(big, 1));
+        const { src, counter } = editedAfterHashing(file, () => c.edit(file));
+        const saved = await cubby.uploadFile(box.id, c.name, src);
+        expect(saved.file.path, c.name).toBe(c.name);
+        expect(counter.hashed, c.name).toBe(c.hashed);
+        expect(await sha(c.name), c.name).toBe(hex(c.expected()));
+      }
+      // In a session too: the changed file is declared again in the same session.
+      const file = path.join(dir, 'in-session.bin');
+      fs.writeFileSync(file, Buffer.alloc(big, 1));
+      const { src, counter } = editedAfterHashing(file, () => fs.writeFileSync(file, Buffer.alloc(big, 4)));
+      const result = await cubby.uploadMany(box.id, [{ path: 'in-session.bin', source: src }, { path: 'steady.txt', source: 'steady' }]);
+      expect(result).toMatchObject({ uploaded: 2, sessions: 1 });
+      expect(counter.hashed).toBe(2);
+      expect(await sha('in-session.bin')).toBe(hex(Buffer.alloc(big, 4)));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('emails: poll from a saved cursor, read, mark, raw, attachments, send and reply', async () => {

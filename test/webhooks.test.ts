@@ -135,6 +135,40 @@ for (const kind of DATABASES) {
       expect(d.attempts).toEqual([expect.objectContaining({ attempt: 1, status_code: 204, outcome: 'succeeded', error: null, duration_ms: expect.any(Number), url: receiver.url(`/deliver/${box.id}`) })]);
     });
 
+    it('POST …/webhook/test queues a signed webhook.test event (202, its pending delivery) that arrives verified and shows in the log; 404 without a webhook; admin only', async () => {
+      const u = await app.user();
+      const box = await mailboxWithAddress(app, u);
+      const test = `${path(box.id)}/test`;
+      const none = await app.request('POST', test, { key: u.key, body: {} });
+      expect(none.status).toBe(404);
+      expect(none.body.error.code).toBe('EMAIL_WEBHOOK_NOT_FOUND');
+
+      const hook = await setWebhook(app, u.key, box.id, receiver.url(`/test/${box.id}`));
+      receiver.secret = hook.signing_secret;
+      const before = receiver.received.length;
+      const sent = await app.request('POST', test, { key: u.key });
+      expect(sent.status).toBe(202);
+      expect(sent.body.data).toMatchObject({
+        event: { id: expect.stringMatching(/^evt_/), type: 'webhook.test', created_at: expect.any(String) },
+        delivery: { event_id: sent.body.data.event.id, event_type: 'webhook.test', status: 'pending', attempt_count: 0, attempts: [] },
+      });
+      await receiver.waitFor(before + 1);
+      const got = receiver.received[before]!;
+      expect(got.path).toBe(`/test/${box.id}`);
+      expect(got.verified).toBe(true);
+      expect(got.headers['webhook-id']).toBe(sent.body.data.event.id);
+      expect(got.json).toEqual({ id: sent.body.data.event.id, type: 'webhook.test', created_at: sent.body.data.event.created_at, data: { mailbox_id: box.id, account_id: u.accountId, test: true } });
+      await drain(app);
+      const [d] = await deliveries(app, u.key, box.id);
+      expect(d).toMatchObject({ id: sent.body.data.delivery.id, event_id: sent.body.data.event.id, status: 'succeeded', last_status_code: 204 });
+
+      const reader = await app.key(u, { scope: 'mailbox_read' });
+      expect((await app.request('POST', test, { key: reader, body: {} })).body.error.code).toBe('PERMISSION_DENIED');
+      const stranger = await app.user();
+      expect((await app.request('POST', test, { key: stranger.key, body: {} })).body.error.code).toBe('MAILBOX_NOT_FOUND');
+      expect(receiver.received.length).toBe(before + 1);
+    });
+
     it('makes first attempts in event order per webhook, for sequential and concurrent mail', async () => {
       const u = await app.user();
       const box = await mailboxWithAddress(app, u);

@@ -57,3 +57,8 @@ export const WebhookDelivery = named(
 
 export const WebhookOne = z.object({ webhook: Webhook.nullable() });
 export const DeliveryList = z.object({ deliveries: z.array(WebhookDelivery), pagination: Pagination });
+
+export const WebhookTestSent = z.object({
+  event: z.object({ id: z.string(), type: z.literal('webhook.test'), created_at: Timestamp }),
+  delivery: WebhookDelivery.describe('The queued delivery (pending); follow it in the delivery log'),
+});

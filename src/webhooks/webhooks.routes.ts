@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import { Deleted, okR, responsesR } from '../http/contract.ts';
-import { DeliveryList, WebhookOne } from './webhooks.responses.ts';
+import { DeliveryList, WebhookOne, WebhookTestSent } from './webhooks.responses.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { accountIdField, pageQuery, reasonField, writeBody } from '../http/schemas.ts';
 import { reasonOf, selector } from '../mailboxes/mailboxes.routes.ts';
-import { deleteWebhook, getWebhook, listDeliveries, putWebhook } from './webhooks.service.ts';
+import { deleteWebhook, getWebhook, listDeliveries, putWebhook, sendTestEvent } from './webhooks.service.ts';
 import { presentDelivery, presentWebhook } from './webhooks.present.ts';
 
 // Surface R: the mailbox's webhook (GET/PUT/DELETE …/email/webhook, mailbox-admin) and its
-// delivery log (GET …/email/webhook/deliveries). The live subscription route is in src/live.
+// delivery log (GET …/email/webhook/deliveries), and a signed test event (POST …/email/webhook/test). The live subscription route is in src/live.
 
 type App = FastifyInstance<any, any, any, any, ZodTypeProvider>;
 const tags = ['email settings'];
@@ -83,6 +83,26 @@ export function registerWebhookRoutesR(app: App) {
       const q = req.query;
       const page = await listDeliveries(req.ctx, { accountId: q.account_id, mailboxId: req.params.mailbox_id, limit: q.limit, cursor: q.cursor, status: q.status });
       return { success: true, data: { deliveries: page.items.map(presentDelivery), pagination: page.pagination } };
+    },
+  );
+
+  app.post(
+    '/mailboxes/:mailbox_id/email/webhook/test',
+    {
+      schema: {
+        operationId: 'sendEmailWebhookTest',
+        response: responsesR({ 202: okR(WebhookTestSent) }, ['MAILBOX_NOT_FOUND', 'MAILBOX_ARCHIVED', 'EMAIL_WEBHOOK_NOT_FOUND'], { write: true, describe: { 202: 'A signed webhook.test event is queued for the webhook (not the live channel); its delivery shows in the delivery log' } }),
+        tags,
+        summary: 'Send a signed sample event (type webhook.test) to the webhook, delivered and retried like any other (mailbox-admin)',
+        params,
+        body: writeBody({}).nullish(),
+      },
+    },
+    async (req, reply) => {
+      reasonOf(req);
+      const sent = await sendTestEvent(req.ctx, { accountId: selector(req), mailboxId: req.params.mailbox_id });
+      reply.code(202);
+      return { success: true, data: { event: sent.event, delivery: presentDelivery(sent.delivery) } };
     },
   );
 }

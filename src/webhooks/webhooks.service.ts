@@ -144,9 +144,10 @@ export async function listDeliveries(
 
 /**
  * Sends a `webhook.test` event to the mailbox's webhook only (not to the live channel): one
- * delivery, signed and retried like any other, so its attempts show in the delivery log.
+ * delivery, signed and retried like any other, so its attempts show in the delivery log. The
+ * dashboard's "Send test event" and `POST …/email/webhook/test` both call this.
  */
-export async function sendTestEvent(ctx: RequestCtx, input: { accountId?: string; mailboxId: string }): Promise<{ event_id: string }> {
+export async function sendTestEvent(ctx: RequestCtx, input: { accountId?: string; mailboxId: string }): Promise<{ event: { id: string; type: 'webhook.test'; created_at: string }; delivery: DeliveryWithAttempts }> {
   const { access, mailbox } = await loadMailbox(ctx, input.accountId, input.mailboxId, 'admin');
   assertMutable(access);
   const hook = await findWebhook(ctx.db, mailbox.id);
@@ -159,5 +160,6 @@ export async function sendTestEvent(ctx: RequestCtx, input: { accountId?: string
     await trx.insertInto('events').values(row).execute();
     await queueWebhookDeliveries(ctx, trx, [row]);
   });
-  return { event_id: id };
+  const delivery = await ctx.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', id).executeTakeFirstOrThrow();
+  return { event: { id, type: 'webhook.test', created_at: body.created_at }, delivery: { ...delivery, attemptLog: [] } };
 }

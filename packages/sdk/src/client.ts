@@ -2,7 +2,7 @@ import { errorFromResponse } from './errors.ts';
 import { Transport, type FetchLike, type RequestSpec, type TransportOptions } from './http.ts';
 import { PageIterator, pageOf } from './pagination.ts';
 import { jsHasher, type HasherFactory } from './hashing.ts';
-import { uploadFile, uploadMany, type UploadContext, type UploadEntry, type UploadFileOptions, type UploadManyOptions, type UploadManyResult } from './uploads.ts';
+import { uploadFile, uploadMany, type PutBytes, type UploadContext, type UploadEntry, type UploadFileOptions, type UploadManyOptions, type UploadManyResult } from './uploads.ts';
 import type { UploadInput } from './sources.ts';
 import { verifyWebhook, type HeaderBag, type VerifyOptions } from './webhooks.ts';
 import { subscribe, type SubscribeOptions, type Subscription, type WebSocketConstructor } from './live.ts';
@@ -63,8 +63,11 @@ export class Cubby {
     return new PageIterator<I>(async (cursor) => pageOf<I>(await this.get<Record<string, unknown>>(path, { ...query, ...(cursor ? { cursor } : {}) }, o), key), start, keepEmptyCursor);
   }
 
+  /** How the bytes of uploads are PUT; the Node entry streams files over node:http. */
+  protected putBytes: PutBytes | undefined = undefined;
+
   private get uploadContext(): UploadContext {
-    return { transport: this.transport, fetch: this.fetchImpl, hasher: this.hasher, sleep: this.sleep };
+    return { transport: this.transport, fetch: this.fetchImpl, hasher: this.hasher, sleep: this.sleep, putBytes: this.putBytes };
   }
 
   // ── account ─────────────────────────────────────────────────────────────
@@ -192,6 +195,17 @@ export class Cubby {
     delete: (mailboxId: string, o?: CallOptions) => this.write<T.Deleted>('DELETE', `/v1/mailboxes/${enc(mailboxId)}/email/webhook`, {}, o),
     deliveries: (mailboxId: string, q: { status?: T.WebhookDelivery['status']; limit?: number } = {}, o?: CallOptions) =>
       this.list<T.WebhookDelivery>(`/v1/mailboxes/${enc(mailboxId)}/email/webhook/deliveries`, 'deliveries', q, o),
+    /**
+     * Asks the service to send a signed sample event (`webhook.test`) to the webhook; the answer
+     * has the event and its queued delivery, which then shows in `deliveries`.
+     */
+    sendTest: (mailboxId: string, o?: CallOptions) =>
+      this.write<Out<'/v1/mailboxes/{mailbox_id}/email/webhook/test', 'post', { event: { id: string; type: 'webhook.test'; created_at: string }; delivery: T.WebhookDelivery }>>(
+        'POST',
+        `/v1/mailboxes/${enc(mailboxId)}/email/webhook/test`,
+        {},
+        o,
+      ),
     /** Checks a delivery's signature (Standard Webhooks) and returns the event; throws WebhookVerificationError. */
     verify: (rawBody: string | Uint8Array, headers: HeaderBag, secret: string, opts?: VerifyOptions) => verifyWebhook(rawBody, headers, secret, opts),
   };

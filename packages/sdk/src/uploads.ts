@@ -46,6 +46,11 @@ export interface UploadManyOptions {
   concurrency?: number;
   /** Makes starting idempotent and an interrupted run resumable: the same key returns the pending session. */
   clientSessionKey?: string;
+  /**
+   * Files one session may hold (the service's limit, 10,000). More files go through further
+   * sessions, one after the other; `deleteMissing` needs them all in one session.
+   */
+  sessionFileLimit?: number;
   expectedFileCount?: number;
   /** Total bytes, when known up front (progress shows it from the start). */
   expectedBytes?: number;
@@ -56,43 +61,62 @@ export interface UploadManyOptions {
 }
 
 export interface UploadManyResult {
+  /** The last session (of `sessions`). */
   sessionId: string;
+  sessions: number;
   uploaded: number;
   skipped: number;
   bytes: number;
   session: UploadSession;
 }
 
+/** What a PUT of the bytes answered. */
+export interface PutAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+/** Sends one PUT of a source's bytes (the Node entry streams files over node:http with keep-alive). */
+export type PutBytes = (url: string, headers: Record<string, string>, source: UploadSource, signal?: AbortSignal) => Promise<PutAnswer>;
+
 export interface UploadContext {
   transport: Transport;
   fetch: FetchLike;
   hasher: HasherFactory;
   sleep: (ms: number) => Promise<void>;
+  /** Replaces fetch for the PUTs of the bytes (default: fetch with the source's body). */
+  putBytes?: PutBytes;
+}
+
+async function fetchPut(ctx: UploadContext, url: string, headers: Record<string, string>, source: UploadSource, signal?: AbortSignal): Promise<PutAnswer> {
+  const body = await source.open();
+  const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers, body: body as BodyInit, signal };
+  if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) init.duplex = 'half';
+  const res = await ctx.fetch(url, init);
+  return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
 const MAX_CHECKSUM_RETRIES = 2;
 
 async function put(ctx: UploadContext, target: UploadTarget, source: UploadSource, signal?: AbortSignal): Promise<void> {
   for (let attempt = 0; ; attempt++) {
-    const body = await source.open();
-    const init: RequestInit & { duplex?: 'half' } = { method: 'PUT', headers: target.headers, body: body as BodyInit, signal };
-    if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) init.duplex = 'half';
-    let res: Response;
+    let res: PutAnswer;
     try {
-      res = await ctx.fetch(target.url, init);
+      res = await (ctx.putBytes ? ctx.putBytes(target.url, target.headers, source, signal) : fetchPut(ctx, target.url, target.headers, source, signal));
     } catch (err) {
+      if (err instanceof CubbyError) throw err; // e.g. the bytes changed while they were sent
       if (signal?.aborted || attempt >= 2) throw new CubbyError({ code: 'NETWORK_ERROR', status: 0, message: `upload failed: ${(err as Error).message}`, cause: err });
       continue;
     }
-    const text = await res.text();
-    if (res.ok) return;
+    if (res.status >= 200 && res.status < 300) return;
     let parsed: any;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(res.text);
     } catch {
       parsed = undefined;
     }
-    const error = errorFromResponse(res.status, res.headers, parsed, text);
+    const error = errorFromResponse(res.status, res.headers, parsed, res.text);
     if ((res.status === 503 || res.status === 429) && attempt < 3) {
       await ctx.sleep((error.retryAfter ?? 1) * 1000);
       continue;
@@ -177,33 +201,61 @@ async function* chunks<T>(entries: AsyncIterable<T> | Iterable<T>, size: number)
   if (batch.length) yield batch;
 }
 
+/** The service's limit of files per upload session. */
+export const SESSION_FILE_LIMIT = 10_000;
+
 /**
- * Uploads many files through one upload session. `entries` may be an async iterable, read in
- * batches: memory stays flat however many files there are.
+ * Uploads many files through one upload session (or, past `sessionFileLimit` files, one session
+ * after another). `entries` may be an async iterable, read in batches: memory stays flat however
+ * many files there are.
  */
 export async function uploadMany(ctx: UploadContext, mailboxId: string, entries: AsyncIterable<UploadEntry> | Iterable<UploadEntry>, opts: UploadManyOptions = {}): Promise<UploadManyResult> {
   const batchSize = Math.max(1, Math.min(100, opts.batchSize ?? 50));
   const concurrency = Math.max(1, opts.concurrency ?? 8);
+  const limit = Math.max(batchSize, Math.min(SESSION_FILE_LIMIT, opts.sessionFileLimit ?? SESSION_FILE_LIMIT));
   const base = `/v1/mailboxes/${mailboxId}/upload_sessions`;
   const common = { ...(opts.accountId ? { account_id: opts.accountId } : {}), ...(opts.reason ? { reason: opts.reason } : {}) };
   const t = ctx.transport;
-  const started = await t.data<UploadSessionResponse>({
-    method: 'POST',
-    path: base,
-    retry: opts.clientSessionKey !== undefined, // with a key, starting twice returns the same session
-    signal: opts.signal,
-    body: {
-      delete_missing: opts.deleteMissing ?? false,
-      ...(opts.expectedFileCount !== undefined ? { expected_file_count: opts.expectedFileCount } : {}),
-      ...(opts.clientSessionKey ? { client_session_key: opts.clientSessionKey } : {}),
-      ...common,
-    },
-  });
-  const sessionId = started.mailbox_upload_session.id;
+  const tooMany = () =>
+    new CubbyError({ code: 'TOO_MANY_FILES_FOR_DELETE_MISSING', status: 0, message: `deleteMissing mirrors through one upload session, which holds at most ${limit} files`, details: { max: limit } });
+  if (opts.deleteMissing && (opts.expectedFileCount ?? 0) > limit) throw tooMany();
+
   const progress: UploadProgress = { phase: 'hashing', filesTotal: opts.expectedFileCount ?? null, filesDone: 0, filesSkipped: 0, bytesTotal: opts.expectedBytes ?? 0, bytesDone: 0 };
   const report = (phase: UploadProgress['phase'], path?: string) => opts.onProgress?.({ ...progress, phase, ...(path ? { path } : {}) });
   let uploaded = 0;
   let skipped = 0;
+  let seen = 0;
+  let part = 0;
+
+  /** Starts the next part; with a key, the part of an interrupted run is found again (each part has its own key). */
+  const start = async (): Promise<UploadSession> => {
+    part++;
+    const key = opts.clientSessionKey === undefined ? undefined : part === 1 ? opts.clientSessionKey : `${opts.clientSessionKey}.${part}`;
+    const left = opts.expectedFileCount === undefined ? undefined : Math.min(limit, Math.max(0, opts.expectedFileCount - seen));
+    const started = await t.data<UploadSessionResponse>({
+      method: 'POST',
+      path: base,
+      retry: key !== undefined, // with a key, starting twice returns the same session
+      signal: opts.signal,
+      body: { delete_missing: opts.deleteMissing ?? false, ...(left !== undefined ? { expected_file_count: left } : {}), ...(key ? { client_session_key: key } : {}), ...common },
+    });
+    return started.mailbox_upload_session;
+  };
+  /** finalize {complete: true} until it is no longer pending. */
+  const finish = async (id: string): Promise<UploadSession> => {
+    report('finalizing');
+    for (;;) {
+      const fin = await t.raw<{ data: UploadSessionResponse }>({ method: 'POST', path: `${base}/${id}/finalize`, retry: true, signal: opts.signal, body: { complete: true, ...common } });
+      const data = fin.body.data;
+      if (fin.status !== 202 && !data.finalize_pending) return data.mailbox_upload_session;
+      const wait = Number(fin.headers.get('retry-after') ?? '1');
+      await ctx.sleep(Math.min(Number.isFinite(wait) ? wait : 1, 5) * 1000);
+    }
+  };
+
+  let session = await start();
+  /** Files the current session holds (a resumed session already holds some). */
+  let held = session.files_count ?? 0;
 
   const declare = async (batch: { path: string; source: UploadSource }[]) => {
     const files = await Promise.all(
@@ -213,12 +265,21 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       }),
     );
     // Declaring a path again supersedes its unsaved declaration: safe to retry.
-    const res = await t.data<UploadSessionResponse>({ method: 'POST', path: `${base}/${sessionId}/uploads`, retry: true, signal: opts.signal, body: { files, ...common } });
+    const res = await t.data<UploadSessionResponse>({ method: 'POST', path: `${base}/${session.id}/uploads`, retry: true, signal: opts.signal, body: { files, ...common } });
+    held = res.mailbox_upload_session?.files_count ?? held + files.length;
     return { res, files };
   };
 
   try {
     for await (const raw of chunks(entries, batchSize)) {
+      if (held + raw.length > limit) {
+        // This session is full: save it, and go on in the next one.
+        if (opts.deleteMissing) throw tooMany();
+        await finish(session.id);
+        session = await start();
+        held = session.files_count ?? 0;
+      }
+      seen += raw.length;
       const batch = await Promise.all(raw.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
       report('hashing', batch[0]?.path);
       const { res, files } = await declare(batch);
@@ -266,23 +327,15 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       if (retried.length) throw new CubbyError({ code: 'UPLOAD_CHECKSUM_MISMATCH', status: 422, message: `${retried[0]!.path} kept changing while it was uploaded`, details: { path: retried[0]!.path } });
       if ((res.uploads ?? []).length) {
         report('saving');
-        await t.data({ method: 'POST', path: `${base}/${sessionId}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, batchSize), ...common } });
+        await t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, batchSize), ...common } });
       }
     }
-    report('finalizing');
-    for (;;) {
-      const fin = await t.raw<{ data: UploadSessionResponse }>({ method: 'POST', path: `${base}/${sessionId}/finalize`, retry: true, signal: opts.signal, body: { complete: true, ...common } });
-      const data = fin.body.data;
-      if (fin.status !== 202 && !data.finalize_pending) {
-        report('done');
-        return { sessionId, uploaded, skipped, bytes: progress.bytesDone, session: data.mailbox_upload_session };
-      }
-      const wait = Number(fin.headers.get('retry-after') ?? '1');
-      await ctx.sleep(Math.min(Number.isFinite(wait) ? wait : 1, 5) * 1000);
-    }
+    session = await finish(session.id);
+    report('done');
+    return { sessionId: session.id, sessions: part, uploaded, skipped, bytes: progress.bytesDone, session };
   } catch (err) {
     // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
-    await t.raw({ method: 'POST', path: `${base}/${sessionId}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
+    await t.raw({ method: 'POST', path: `${base}/${session.id}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
     throw err;
   }
 }

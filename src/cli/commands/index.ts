@@ -8,6 +8,7 @@ import { registerMail } from './mail.ts';
 import { registerSites } from './sites.ts';
 import { registerSettings } from './settings.ts';
 import { registerCompletion } from './completion.ts';
+import { addExamples, registerHelp } from './examples.ts';
 import { EXIT } from './output.ts';
 
 // The user commands of `cubby` (over @cubby/sdk), beside the operator's `serve` and `admin`.
@@ -51,6 +52,8 @@ export function registerUserCommands(program: Command): void {
   registerSettings(program);
   for (const cmd of program.commands) if (!before.has(cmd)) addCommonOptions(cmd);
   registerCompletion(program);
+  addExamples(program);
+  registerHelp(program);
   program.showSuggestionAfterError(true);
   program.addHelpText(
     'after',

@@ -1,15 +1,9 @@
 import type { Command } from 'commander';
 import { action } from './context.ts';
-import { usage } from './output.ts';
+import { EXIT, usage } from './output.ts';
 
 // Events and settings: cubby webhook set|show|rm|deliveries|test, cubby address show|rotate,
 // cubby domains ls|add|verify|rm.
-
-async function hmacB64(secret: string, data: string): Promise<string> {
-  const raw = Uint8Array.from(atob(secret.replace(/^whsec_/, '')), (c) => c.charCodeAt(0));
-  const key = await crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return Buffer.from(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(data))).toString('base64');
-}
 
 export function registerSettings(program: Command): void {
   const hook = program.command('webhook').description('The signed webhook of a mailbox (email.received)');
@@ -75,22 +69,41 @@ export function registerSettings(program: Command): void {
     );
   hook
     .command('test')
-    .argument('<url>', 'your receiver')
-    .requiredOption('--secret <whsec>', 'the signing secret to sign with')
-    .option('--mailbox-id <id>', 'mailbox id to put in the sample', 'bkt_sample')
-    .description('Send a signed sample email.received event to your receiver (from this computer)')
-    .addHelpText('after', '\nExamples:\n  cubby webhook test http://localhost:3000/hooks --secret whsec_…')
+    .argument('<mailbox>')
+    .option('--no-wait', 'return once the event is queued')
+    .option('--timeout <seconds>', 'how long to wait for the first attempt', '30')
+    .description('Have Cubby send a signed sample event (webhook.test) to the webhook, and wait for the first attempt')
+    .addHelpText('after', '\nThe delivery is signed with the webhook\'s secret and retried like any other; it shows in\n`cubby webhook deliveries`. Exit code 0 when your receiver answered 2xx, 1 when it did not,\n75 when no attempt was made within --timeout.\n\nExamples:\n  cubby webhook test Invoices\n  cubby webhook test Invoices --no-wait --json')
     .action(
-      action(async (ctx, url: string, o: { secret: string; mailboxId: string }) => {
-        if (!/^whsec_/.test(o.secret)) throw usage('--secret must be a whsec_… signing secret');
-        const id = `evt_test_${Date.now().toString(36)}`;
-        const ts = Math.floor(Date.now() / 1000).toString();
-        const body = JSON.stringify({ id, type: 'email.received', created_at: new Date().toISOString(), data: { account_id: 'acct_sample', mailbox_id: o.mailboxId, email_id: 'eml_sample', received_at: new Date().toISOString(), attachment_count: 0 } });
-        const signature = `v1,${await hmacB64(o.secret, `${id}.${ts}.${body}`)}`;
-        const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': signature }, body });
-        const result = { url, event_id: id, status: res.status, ok: res.ok };
-        ctx.out.result(result, () => process.stdout.write(`${url} answered ${res.status}${res.ok ? '' : ' (not 2xx: Cubby would retry 408, 429 and 5xx)'}\n`));
-        if (!res.ok) process.exitCode = 1;
+      action(async (ctx, ref: string, o: { wait: boolean; timeout: string }) => {
+        const timeout = Number(o.timeout);
+        if (!Number.isFinite(timeout) || timeout < 0) throw usage('--timeout must be a number of seconds');
+        const box = await ctx.mailbox(ref);
+        const cubby = ctx.cubby();
+        const sent = await cubby.webhooks.sendTest(box.id);
+        let delivery = sent.delivery;
+        if (o.wait) {
+          ctx.out.note(`Queued ${sent.event.id}; waiting for the first attempt…`);
+          const deadline = Date.now() + timeout * 1000;
+          // The worker makes the first attempt within moments; poll the delivery log for it.
+          while (delivery.attempt_count === 0 && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 250));
+            for await (const d of cubby.webhooks.deliveries(box.id, { limit: 20 })) {
+              if (d.id === delivery.id) {
+                delivery = d;
+                break;
+              }
+            }
+          }
+        }
+        const last = delivery.attempts[delivery.attempts.length - 1];
+        ctx.out.result({ event: sent.event, delivery }, () => {
+          if (!o.wait) return void process.stdout.write(`Queued ${sent.event.id} (delivery ${delivery.id}); see cubby webhook deliveries ${ref}\n`);
+          if (delivery.status === 'succeeded') process.stdout.write(`Delivered ${sent.event.id}: your receiver answered ${delivery.last_status_code} in ${last?.duration_ms ?? '?'} ms\n`);
+          else if (delivery.attempt_count === 0) process.stdout.write(`Not attempted within ${timeout} s; it stays queued (see cubby webhook deliveries ${ref})\n`);
+          else process.stdout.write(`Not delivered (${delivery.status}): ${delivery.last_error ?? `HTTP ${delivery.last_status_code}`}${delivery.next_attempt_at ? `; next attempt at ${delivery.next_attempt_at}` : ''}\n`);
+        });
+        if (o.wait && delivery.status !== 'succeeded') process.exitCode = delivery.attempt_count === 0 ? EXIT.temporary : EXIT.error;
       }),
     );
 

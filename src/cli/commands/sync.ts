@@ -67,7 +67,7 @@ async function progressReporter(ctx: Ctx) {
 }
 
 /** Uploads a local folder under `prefix`; Ctrl-C cancels cleanly. */
-export async function uploadFolder(ctx: Ctx, mailboxId: string, dir: string, prefix: string, opts: FolderOptions = {}): Promise<UploadManyResult & { interrupted?: boolean }> {
+export async function uploadFolder(ctx: Ctx, mailboxId: string, dir: string, prefix: string, opts: FolderOptions = {}): Promise<UploadManyResult & { pruned?: number }> {
   const st = fs.statSync(dir, { throwIfNoEntry: false });
   if (!st?.isDirectory()) throw notFound(`No such local folder: ${dir}`, 'LOCAL_NOT_FOUND');
   const key = createHash('sha256').update(`${mailboxId}\0${prefix}\0${path.resolve(dir)}`).digest('hex').slice(0, 40);
@@ -120,7 +120,7 @@ export function registerSync(program: Command): void {
         const started = Date.now();
         const result = await uploadFolder(ctx, box.id, dir, prefix, { deleteMissing: o.delete, concurrency: Number(o.concurrency), batchSize: Number(o.batchSize) });
         const seconds = (Date.now() - started) / 1000;
-        ctx.out.result({ mailbox_id: box.id, prefix, uploaded: result.uploaded, skipped: result.skipped, bytes: result.bytes, seconds, session_id: result.sessionId, session: result.session }, () =>
+        ctx.out.result({ mailbox_id: box.id, prefix, uploaded: result.uploaded, skipped: result.skipped, ...(result.pruned !== undefined ? { pruned: result.pruned } : {}), bytes: result.bytes, seconds, sessions: result.sessions, session_id: result.sessionId, session: result.session }, () =>
           process.stdout.write(`Synced ${dir} → ${box.title ?? box.id}:${prefix} (${result.uploaded} uploaded, ${result.skipped} unchanged, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s)\n`),
         );
       }),
