@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
-import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+import type { EmailDoc, RankKey, SearchIndex, TextRow } from './search-index.ts';
 
 // Postgres: tsvector columns with GIN indexes, in the configured text search configuration
 // (CUBBY_SEARCH_LANGUAGE). Text is reduced to letters and digits before to_tsvector, so that words
@@ -42,17 +42,23 @@ export class PostgresSearchIndex implements SearchIndex {
     return sql`to_tsquery(${this.cfg}, ${text})`;
   }
 
+  // Batched: one statement for up to 200 documents (imports and the backfill index thousands at once).
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
-    for (const d of docs) {
-      const subject = this.vec(d.subject);
-      const sender = this.vec(d.sender);
-      const recipients = this.vec(d.recipients);
-      const names = this.vec(d.names);
-      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
-        values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
+    // One row per email per statement: `on conflict do update` refuses the same key twice.
+    const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
+    for (let i = 0; i < latest.length; i += 200) {
+      const values = latest.slice(i, i + 200).map((d) => {
+        const subject = this.vec(d.subject);
+        const sender = this.vec(d.sender);
+        const recipients = this.vec(d.recipients);
+        const names = this.vec(d.names);
+        return sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
           setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body, BODY_CHARS)} || ${this.vec(d.attachments, ATTACHMENT_CHARS)},
-          ${subject}, ${sender}, ${recipients}, ${names})
-        on conflict (email_id) do update set attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
+          ${subject}, ${sender}, ${recipients}, ${names})`;
+      });
+      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
+        values ${sql.join(values)}
+        on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
           tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.execute(db);
     }
   }
@@ -94,6 +100,22 @@ export class PostgresSearchIndex implements SearchIndex {
     const conds = [...c.extra, ...(mailboxIds?.length ? [sql`mailbox_id in (${sql.join(mailboxIds)})`] : [])];
     const extra = conds.length ? sql` and ${sql.join(conds, sql` and `)}` : sql``;
     return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra} offset 0`;
+  }
+
+  // The mailbox list is part of the scan: with btree_gin installed (migration 0025) one GIN index
+  // holds (mailbox_id, tsv), so the match only visits the scope's documents; without it the planner
+  // combines the mailbox_id btree and the tsv GIN. Only the narrow docs table is read here: the
+  // caller joins `emails` for the batch it keeps, not for every match.
+  async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number) {
+    const c = this.conditions(q.terms, true);
+    if (!c || !mailboxIds.length) return [];
+    const extra = c.extra.length ? sql` and ${sql.join(c.extra, sql` and `)}` : sql``;
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
+    const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
+        select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs
+        where tsv @@ ${c.all} and mailbox_id = any(${mailboxIds}::text[])${extra} offset 0) m
+      ${key} order by rank, email_id limit ${limit}`.execute(db);
+    return r.rows;
   }
 
   textMatches(q: SearchQuery) {

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms } from './query.ts';
-import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+import type { EmailDoc, RankKey, SearchIndex, TextRow } from './search-index.ts';
 
 /** Characters indexed per field (the stored text itself is kept whole). */
 const MAX_INDEXED_FIELD_CHARS = 256 * 1024;
@@ -30,19 +30,39 @@ function matchExpression(terms: Term[], columns: boolean): string | null {
 /** A mailbox id as one word (`bkt_01ABC…` → `bkt01abc…`): letters and digits only, so nothing to escape. */
 const mailboxWord = (id: string) => id.toLowerCase().replace(/[^a-z0-9]/g, '');
 
+/**
+ * Up to this many mailboxes, MATCH itself is restricted to them (`mailbox : ("a" OR "b" …)`), so
+ * FTS5 only visits the scope's documents. FTS5 checks an OR of k tokens with k seeks per candidate,
+ * so a larger scope is checked on the docs table instead (see bench/search.ts).
+ */
+export const MAX_MATCH_MAILBOXES = 32;
+
+function narrowed(expr: string, mailboxIds?: string[] | null): string {
+  if (!mailboxIds?.length || mailboxIds.length > MAX_MATCH_MAILBOXES) return expr;
+  return `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
+}
+
+/** Subject 8, sender 4, recipients 2, body 1, attachment names 3, attachment text 1, mailbox 0. */
+const BM25 = sql.raw('bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0)');
+
 const cut = (s: string) => (s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_INDEXED_FIELD_CHARS) : s);
 
 export class SqliteSearchIndex implements SearchIndex {
+  // Batched: one statement per step for up to 200 documents (a mailbox import or the backfill
+  // indexes thousands at a time; per-document statements cost more than the tokenizing).
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
-    for (const d of docs) {
-      const old = await sql<{ doc_id: number }>`select doc_id from email_search_docs where email_id = ${d.emailId}`.execute(db);
-      if (old.rows[0]) {
-        await sql`delete from email_fts where rowid = ${old.rows[0].doc_id}`.execute(db);
-        await sql`delete from email_search_docs where doc_id = ${old.rows[0].doc_id}`.execute(db);
-      }
-      const ins = await sql<{ doc_id: number }>`insert into email_search_docs (email_id, mailbox_id, attachment_shas) values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)}) returning doc_id`.execute(db);
-      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments, mailbox)
-        values (${ins.rows[0]!.doc_id}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`.execute(db);
+    const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
+    for (let i = 0; i < latest.length; i += 200) {
+      const batch = latest.slice(i, i + 200);
+      const ids = sql.join(batch.map((d) => d.emailId));
+      await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
+      await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+      const values = batch.map((d) => sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)})`);
+      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas) values ${sql.join(values)}`.execute(db);
+      const rows = await sql<{ doc_id: number; email_id: string }>`select doc_id, email_id from email_search_docs where email_id in (${ids})`.execute(db);
+      const docOf = new Map(rows.rows.map((r) => [r.email_id, r.doc_id]));
+      const fts = batch.map((d) => sql`(${docOf.get(d.emailId)!}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`);
+      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments, mailbox) values ${sql.join(fts)}`.execute(db);
     }
   }
 
@@ -65,11 +85,23 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   emailMatches(q: SearchQuery, mailboxIds?: string[] | null) {
-    let expr = matchExpression(q.terms, true);
+    const expr = matchExpression(q.terms, true);
     if (!expr) return null;
-    if (mailboxIds?.length && mailboxIds.length <= 50) expr = `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
-    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0) as rank
-      from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${expr}`;
+    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, ${BM25} as rank
+      from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${narrowed(expr, mailboxIds)}`;
+  }
+
+  async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number) {
+    const expr = matchExpression(q.terms, true);
+    if (!expr || !mailboxIds.length) return [];
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
+    // CROSS JOIN keeps FTS5 as the outer loop (the match drives, the docs table is looked up by
+    // rowid); the mailbox list is checked on every match, whether or not MATCH could narrow by it.
+    const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
+        select d.email_id as email_id, ${BM25} as rank from email_fts cross join email_search_docs d on d.doc_id = email_fts.rowid
+        where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)})))
+      ${key} order by rank, email_id limit ${limit}`.execute(db);
+    return r.rows;
   }
 
   textMatches(q: SearchQuery) {

@@ -35,6 +35,9 @@ export interface TextRow {
   extractedAt: string;
 }
 
+/** A keyset position in a ranked list: (rank, id); lower ranks are better. */
+export type RankKey = [number, string];
+
 export interface SearchIndex {
   putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void>;
   removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
@@ -45,6 +48,14 @@ export interface SearchIndex {
    * `mailboxIds`, only emails of those mailboxes (a narrowing for speed: callers still check scope).
    */
   emailMatches(q: SearchQuery, mailboxIds?: string[] | null): RawBuilder<{ email_id: string; rank: number }> | null;
+  /**
+   * One batch of ranked candidates for `/v1/search`: `(email_id, rank)` of the emails of
+   * `mailboxIds` (the scope, resolved by the caller from src/auth/access.ts) that match the query,
+   * best first, then by id, strictly after the keyset `after`, at most `limit`. The mailbox list
+   * narrows the match inside the index itself, so another tenant's matches are never ranked; the
+   * caller still checks every row it keeps against the emails table.
+   */
+  rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }
