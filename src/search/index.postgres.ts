@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
-import type { EmailDoc, RankKey, SearchIndex, TextRow } from './search-index.ts';
+import { MAX_RANKED_MATCHES, type EmailDoc, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
 
 // Postgres: tsvector columns with GIN indexes, in the configured text search configuration
 // (CUBBY_SEARCH_LANGUAGE). Text is reduced to letters and digits before to_tsvector, so that words
@@ -111,9 +111,12 @@ export class PostgresSearchIndex implements SearchIndex {
     if (!c || !mailboxIds.length) return [];
     const extra = c.extra.length ? sql` and ${sql.join(c.extra, sql` and `)}` : sql``;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
+    // The newest MAX_RANKED_MATCHES matches (ids are time-ordered) are ranked: ts_rank reads each
+    // document's whole tsvector, the id does not.
     const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
-        select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs
-        where tsv @@ ${c.all} and mailbox_id = any(${mailboxIds}::text[])${extra} offset 0) m
+        select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from (
+          select email_id, tsv from email_search_docs where tsv @@ ${c.all} and mailbox_id = any(${mailboxIds}::text[])${extra}
+          order by email_id desc limit ${MAX_RANKED_MATCHES}) w) m
       ${key} order by rank, email_id limit ${limit}`.execute(db);
     return r.rows;
   }

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms } from './query.ts';
-import type { EmailDoc, RankKey, SearchIndex, TextRow } from './search-index.ts';
+import { MAX_RANKED_MATCHES, type EmailDoc, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
 
 /** Characters indexed per field (the stored text itself is kept whole). */
 const MAX_INDEXED_FIELD_CHARS = 256 * 1024;
@@ -95,11 +95,14 @@ export class SqliteSearchIndex implements SearchIndex {
     const expr = matchExpression(q.terms, true);
     if (!expr || !mailboxIds.length) return [];
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
-    // CROSS JOIN keeps FTS5 as the outer loop (the match drives, the docs table is looked up by
-    // rowid); the mailbox list is checked on every match, whether or not MATCH could narrow by it.
+    // CROSS JOIN keeps FTS5 as the outer loop, newest document first (FTS5 walks its doclists by
+    // rowid, backwards here): the docs table is looked up by rowid, the mailbox list is checked on
+    // every match whether or not MATCH could narrow by it, and bm25 is computed for at most
+    // MAX_RANKED_MATCHES documents.
     const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
         select d.email_id as email_id, ${BM25} as rank from email_fts cross join email_search_docs d on d.doc_id = email_fts.rowid
-        where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)})))
+        where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))
+        order by email_fts.rowid desc limit ${MAX_RANKED_MATCHES})
       ${key} order by rank, email_id limit ${limit}`.execute(db);
     return r.rows;
   }

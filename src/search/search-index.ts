@@ -35,6 +35,15 @@ export interface TextRow {
   extractedAt: string;
 }
 
+/**
+ * At most this many matches of one query are ranked: the newest ones (by index order on SQLite, by
+ * id on Postgres, both close to arrival order). A word in nearly every email of a large mailbox
+ * would otherwise cost a rank computation per email on every page; past this many, recent mail is
+ * what a person looking for it most likely means. Narrow the query (more words, `from:`, dates) to
+ * reach older mail.
+ */
+export const MAX_RANKED_MATCHES = 20_000;
+
 /** A keyset position in a ranked list: (rank, id); lower ranks are better. */
 export type RankKey = [number, string];
 
