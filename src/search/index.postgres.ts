@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
@@ -118,6 +118,22 @@ export class PostgresSearchIndex implements SearchIndex {
           select email_id, tsv from email_search_docs where tsv @@ ${c.all} and mailbox_id = any(${mailboxIds}::text[])${extra}
           order by email_id desc limit ${MAX_RANKED_MATCHES}) w) m
       ${key} order by rank, email_id limit ${limit}`.execute(db);
+    return r.rows;
+  }
+
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
+    const c = this.conditions(contentTerms(q), false);
+    if (!c) return [];
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
+    // The newest files (ids are time-ordered) meeting `where` are cut first; ts_rank runs on those only.
+    const r = await sql<{ file_id: string; rank: number }>`select file_id, rank from (
+        select file_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from (
+          select files.id as file_id, t.tsv from (select sha256, tsv from blob_texts where tsv @@ ${c.all} offset 0) t
+            join file_versions v on v.sha256 = t.sha256
+            join files on files.id = v.file_id and files.current_version_id = v.id
+          where ${where}
+          order by files.id desc limit ${MAX_RANKED_MATCHES}) w) m
+      ${key} order by rank, file_id limit ${limit}`.execute(db);
     return r.rows;
   }
 

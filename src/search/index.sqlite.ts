@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms } from './query.ts';
@@ -104,6 +104,22 @@ export class SqliteSearchIndex implements SearchIndex {
         where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))
         order by email_fts.rowid desc limit ${MAX_RANKED_MATCHES})
       ${key} order by rank, email_id limit ${limit}`.execute(db);
+    return r.rows;
+  }
+
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
+    const expr = matchExpression(contentTerms(q), false);
+    if (!expr) return [];
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
+    // As for emails: FTS5 drives, newest text first, and only files meeting `where` are ranked.
+    const r = await sql<{ file_id: string; rank: number }>`select file_id, rank from (
+        select files.id as file_id, bm25(blob_text_fts) as rank
+        from blob_text_fts cross join blob_texts t on t.doc_id = blob_text_fts.rowid
+          cross join file_versions v on v.sha256 = t.sha256
+          cross join files on files.id = v.file_id and files.current_version_id = v.id
+        where blob_text_fts match ${expr} and ${where}
+        order by blob_text_fts.rowid desc limit ${MAX_RANKED_MATCHES})
+      ${key} order by rank, file_id limit ${limit}`.execute(db);
     return r.rows;
   }
 

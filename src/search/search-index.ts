@@ -1,4 +1,4 @@
-import type { Kysely, RawBuilder } from 'kysely';
+import type { Expression, Kysely, RawBuilder, SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import type { SearchQuery } from './query.ts';
@@ -65,6 +65,13 @@ export interface SearchIndex {
    * caller still checks every row it keeps against the emails table.
    */
   rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]>;
+  /**
+   * Files whose current version's text matches the query's plain words and that meet `where` (a
+   * condition on `files`, built by the caller: scope, withheld mail, the query's filters), best first,
+   * then by id, strictly after `after`, at most `limit`: `(file_id, rank)`. Of the files meeting
+   * `where`, the newest MAX_RANKED_MATCHES are ranked; `where` is checked before that cut.
+   */
+  rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }

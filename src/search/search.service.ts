@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { expressionBuilder, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { AppDeps, RequestCtx } from '../context.ts';
 import type { DB, EmailsTable, FilesTable } from '../db/schema.ts';
 import { reachableAccounts, selectAccount, visibleMailboxIds } from '../auth/access.ts';
@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor } from '../http/cursor.ts';
 import { invalidArgument } from '../errors.ts';
 import { viewerOf } from '../emails/emails.present.ts';
 import { notWithheldEmailFile } from '../emails/withheld.ts';
-import { parseQuery, type SearchQuery, type Term } from './query.ts';
+import { contentTerms, parseQuery, type SearchQuery, type Term } from './query.ts';
 import { searchIndex } from './search-index.ts';
 import { snippetOf } from './snippet.ts';
 import { textsBySha } from './documents.ts';
@@ -177,31 +177,28 @@ async function searchEmailsJoined(ctx: RequestCtx, q: SearchQuery, scope: Scope,
 async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
   // Field operators other than filename: describe emails only.
   if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return [];
-  const m = searchIndex(ctx).textMatches(q);
   const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
-  if (!m && !filename) return [];
-  const rank = m ? sql<number>`m.rank` : sql<number>`0`;
-  let query = m
-    ? ctx.db
-        .selectFrom(sql<{ sha256: string; rank: number }>`(${m})`.as('m'))
-        .innerJoin('file_versions as v', 'v.sha256', 'm.sha256')
-        // By the file's primary key: the current version is checked, not looked up.
-        .innerJoin('files', (j) => j.onRef('files.id', '=', 'v.file_id').onRef('files.current_version_id', '=', 'v.id'))
-    : ctx.db.selectFrom('files');
-  let rows = (query as any)
-    .selectAll('files')
-    .select(rank.as('rank'))
-    .where('files.deleted_at', 'is', null)
-    .where(scopeCondition(scope, 'files'));
-  if (filename) rows = rows.where(filename);
-  if (q.before) rows = rows.where('files.updated_at', '<', q.before);
-  if (q.after) rows = rows.where('files.updated_at', '>=', q.after);
-  if (viewerOf(ctx).apiKey) rows = rows.where((eb: ExpressionBuilder<DB, 'files'>) => eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
-  const cond = after(key, rank, sql<string>`files.id`);
-  if (cond) rows = rows.where(cond);
-  // (A constant rank is not ordered by: `order by 0` would name a column by position.)
-  const found: (FilesTable & { rank: number })[] = await (m ? rows.orderBy(rank) : rows).orderBy('files.id').limit(limit + 1).execute();
-  return found.map(({ rank: r, ...file }) => ({ kind: 'file' as const, id: file.id, mailboxId: file.mailbox_id, rank: Number(r), snippet: null, file: file as FilesTable }));
+  const eb = expressionBuilder<DB, 'files'>();
+  const conds: Expression<SqlBool>[] = [eb('files.deleted_at', 'is', null), scopeCondition(scope, 'files')];
+  if (filename) conds.push(filename);
+  if (q.before) conds.push(eb('files.updated_at', '<', q.before));
+  if (q.after) conds.push(eb('files.updated_at', '>=', q.after));
+  if (viewerOf(ctx).apiKey) conds.push(eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
+  const where = eb.and(conds);
+  const hit = (file: FilesTable, rank: number): SearchHit => ({ kind: 'file', id: file.id, mailboxId: file.mailbox_id, rank, snippet: null, file });
+  if (contentTerms(q).some((t) => !t.negated)) {
+    // Ranked on the index's side; the wide rows are read for this page only.
+    const ranked = await searchIndex(ctx).rankedFiles(ctx.db, q, where, key, limit + 1);
+    if (!ranked.length) return [];
+    const rows = new Map((await ctx.db.selectFrom('files').selectAll().where('id', 'in', ranked.map((r) => r.file_id)).execute()).map((f) => [f.id, f as FilesTable]));
+    return ranked.filter((r) => rows.has(r.file_id)).map((r) => hit(rows.get(r.file_id)!, Number(r.rank)));
+  }
+  if (!filename) return [];
+  // `filename:` terms alone match paths only: no text rank (0), in id order.
+  let rows = ctx.db.selectFrom('files').selectAll().where(where);
+  if (key) rows = rows.where(after(key, sql<number>`0`, sql<string>`files.id`)!);
+  const found = await rows.orderBy('files.id').limit(limit + 1).execute();
+  return found.map((f) => hit(f as FilesTable, 0));
 }
 
 export interface SearchInput {
