@@ -19,7 +19,6 @@ import { createApiKey } from '../src/auth/keys.service.ts';
 import { authenticateApiKey } from '../src/auth/credential.ts';
 import { createMailbox } from '../src/mailboxes/mailboxes.service.ts';
 import { searchIndex } from '../src/search/search-index.ts';
-import { emailDoc } from '../src/search/documents.ts';
 import { search } from '../src/search/search.service.ts';
 import { Extractor } from '../src/search/extract/extract.ts';
 import type { RequestCtx } from '../src/context.ts';
@@ -27,6 +26,7 @@ import type { EmailsTable } from '../src/db/schema.ts';
 import { newId } from '../src/ids.ts';
 import { gitCommit, log, makeRunDir, round } from './lib.ts';
 import { makePdf } from '../test/search-documents.ts';
+import { emailRow, storeEmails } from '../test/search-seed.ts';
 
 const EMAILS = Number(process.env.EMAILS ?? 20_000);
 const FILES = Number(process.env.FILES ?? 2_000);
@@ -230,20 +230,9 @@ async function seedCorpus(deps: Awaited<ReturnType<ReturnType<typeof createApp>[
       seqs.set(mailbox, seq);
       const at = new Date(Date.UTC(2025, 0, 1) + j * 60_000).toISOString();
       const from = `${word()}@${word()}.example`;
-      rows.push({
-        id: newId('eml'), mailbox_id: mailbox, account_id: account.id, seq, direction: 'received', conversation_id: `c${j}`, thread_key: null,
-        subject: words(6), subject_search: null, from_addresses: JSON.stringify([{ address: from, name: words(2) }]), sender_address: from,
-        to_addresses: JSON.stringify([{ address: `inbox${j % boxes.length}@mail.localhost`, name: null }]), cc_addresses: '[]', reply_to_addresses: '[]',
-        message_id: `<${j}@bench>`, in_reply_to: '[]', reference_ids: '[]', delivered_to: 'x', received_at: at, body_status: 'text', body_text: words(80 + (j % 120)),
-        attachment_count: 0, omitted_attachment_count: 0, attachments: '[]', size_bytes: 2000, raw_sha256: null, directory: null, raw_file_id: null, raw_version_id: null, json_file_id: null,
-        mail_from: null, client_ip: null, helo: null, auth_results: null, spam_flags: '[]', labeling: 'done', label: null, labeled_at: at, read_at: null, read_by_user_id: null, read_by_api_key_id: null, delivery: null, created_at: at,
-      } as EmailsTable);
+      rows.push(emailRow({ mailboxId: mailbox, accountId: account.id, seq, subject: words(6), body: words(80 + (j % 120)), from: { address: from, name: words(2) }, to: `inbox${j % boxes.length}@mail.localhost`, receivedAt: at }));
     }
-    await deps.db.transaction().execute(async (trx) => {
-      const per = Math.floor(20_000 / Object.keys(rows[0]!).length);
-      for (let k = 0; k < rows.length; k += per) await trx.insertInto('emails').values(rows.slice(k, k + per)).execute();
-      await index.putEmails(trx, rows.map((r) => emailDoc(r, [], new Map())));
-    });
+    await storeEmails(deps.db, index, rows);
     if ((i / BATCH) % 50 === 0) log(`  ${i + rows.length} emails (${round((i + rows.length) / ((performance.now() - seedStart) / 1000), 0)}/s)`);
   }
   const seedEmailsS = (performance.now() - seedStart) / 1000;

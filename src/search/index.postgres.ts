@@ -64,8 +64,7 @@ export class PostgresSearchIndex implements SearchIndex {
   }
 
   async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {
-    if (!emailIds.length) return;
-    await sql`delete from email_search_docs where email_id in (${sql.join(emailIds)})`.execute(db);
+    for (let i = 0; i < emailIds.length; i += 500) await sql`delete from email_search_docs where email_id in (${sql.join(emailIds.slice(i, i + 500))})`.execute(db);
   }
 
   async putText(db: Kysely<DB>, r: TextRow): Promise<void> {

@@ -67,10 +67,11 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {
-    if (!emailIds.length) return;
-    const ids = sql.join(emailIds);
-    await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
-    await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+    for (let i = 0; i < emailIds.length; i += 500) {
+      const ids = sql.join(emailIds.slice(i, i + 500));
+      await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
+      await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+    }
   }
 
   async putText(db: Kysely<DB>, r: TextRow): Promise<void> {
