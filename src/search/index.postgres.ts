@@ -101,10 +101,10 @@ export class PostgresSearchIndex implements SearchIndex {
     return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra} offset 0`;
   }
 
-  // The mailbox list is part of the scan: with btree_gin installed (migration 0025) one GIN index
-  // holds (mailbox_id, tsv), so the match only visits the scope's documents; without it the planner
-  // combines the mailbox_id btree and the tsv GIN. Only the narrow docs table is read here: the
-  // caller joins `emails` for the batch it keeps, not for every match.
+  // The mailbox list is part of the scan: for a small scope the planner ANDs the mailbox_id btree
+  // with the tsv GIN, so only the scope's documents are visited. (A composite GIN over both needs
+  // the btree_gin extension, which a database role may not be allowed to install.) Only the narrow
+  // docs table is read here: the caller reads `emails` for the batch it keeps, not for every match.
   async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number) {
     const c = this.conditions(q.terms, true);
     if (!c || !mailboxIds.length) return [];
