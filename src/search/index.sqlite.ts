@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms } from './query.ts';
@@ -41,6 +41,19 @@ function narrowed(expr: string, mailboxIds?: string[] | null): string {
   if (!mailboxIds?.length || mailboxIds.length > MAX_MATCH_MAILBOXES) return expr;
   return `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
 }
+
+/**
+ * Does a match (`from … where …`) have more than MAX_RANKED_MATCHES rows? Counted without ranking,
+ * walking forward: FTS5 seeks through its doclists forwards (an AND of a mailbox word and two common
+ * words skips most of them), while walking backwards reads each doclist whole.
+ */
+async function overCap(db: Kysely<DB>, from: RawBuilder<unknown>): Promise<boolean> {
+  const r = await sql<{ n: number }>`select count(*) as n from (select 1 from ${from} limit ${MAX_RANKED_MATCHES + 1})`.execute(db);
+  return Number(r.rows[0]!.n) > MAX_RANKED_MATCHES;
+}
+
+/** Every match when they fit under the cap; else the newest MAX_RANKED_MATCHES (by index order). */
+const cutOf = (desc: boolean, rowid: RawBuilder<unknown>) => (desc ? sql`order by ${rowid} desc limit ${MAX_RANKED_MATCHES}` : sql``);
 
 /** Subject 8, sender 4, recipients 2, body 1, attachment names 3, attachment text 1, mailbox 0. */
 const BM25 = sql.raw('bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0)');
@@ -95,15 +108,14 @@ export class SqliteSearchIndex implements SearchIndex {
   async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number) {
     const expr = matchExpression(q.terms, true);
     if (!expr || !mailboxIds.length) return [];
+    // CROSS JOIN keeps FTS5 as the outer loop: the docs table is looked up by rowid, and the mailbox
+    // list is checked on every match whether or not MATCH could narrow by it.
+    const from = sql`email_fts cross join email_search_docs d on d.doc_id = email_fts.rowid
+      where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))`;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
-    // CROSS JOIN keeps FTS5 as the outer loop, newest document first (FTS5 walks its doclists by
-    // rowid, backwards here): the docs table is looked up by rowid, the mailbox list is checked on
-    // every match whether or not MATCH could narrow by it, and bm25 is computed for at most
-    // MAX_RANKED_MATCHES documents.
+    const desc = await overCap(db, from);
     const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
-        select d.email_id as email_id, ${BM25} as rank from email_fts cross join email_search_docs d on d.doc_id = email_fts.rowid
-        where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))
-        order by email_fts.rowid desc limit ${MAX_RANKED_MATCHES})
+        select d.email_id as email_id, ${BM25} as rank from ${from} ${cutOf(desc, sql`email_fts.rowid`)})
       ${key} order by rank, email_id limit ${limit}`.execute(db);
     return r.rows;
   }
@@ -111,15 +123,15 @@ export class SqliteSearchIndex implements SearchIndex {
   async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
     const expr = matchExpression(contentTerms(q), false);
     if (!expr) return [];
+    // As for emails: FTS5 drives, and only files meeting `where` are counted and ranked.
+    const from = sql`blob_text_fts cross join blob_texts t on t.doc_id = blob_text_fts.rowid
+        cross join file_versions v on v.sha256 = t.sha256
+        cross join files on files.id = v.file_id and files.current_version_id = v.id
+      where blob_text_fts match ${expr} and ${where}`;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
-    // As for emails: FTS5 drives, newest text first, and only files meeting `where` are ranked.
+    const desc = await overCap(db, from);
     const r = await sql<{ file_id: string; rank: number }>`select file_id, rank from (
-        select files.id as file_id, bm25(blob_text_fts) as rank
-        from blob_text_fts cross join blob_texts t on t.doc_id = blob_text_fts.rowid
-          cross join file_versions v on v.sha256 = t.sha256
-          cross join files on files.id = v.file_id and files.current_version_id = v.id
-        where blob_text_fts match ${expr} and ${where}
-        order by blob_text_fts.rowid desc limit ${MAX_RANKED_MATCHES})
+        select files.id as file_id, bm25(blob_text_fts) as rank from ${from} ${cutOf(desc, sql`blob_text_fts.rowid`)})
       ${key} order by rank, file_id limit ${limit}`.execute(db);
     return r.rows;
   }
