@@ -42,18 +42,22 @@ function narrowed(expr: string, mailboxIds?: string[] | null): string {
   return `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
 }
 
-/**
- * Does a match (`from … where …`) have more than MAX_RANKED_MATCHES rows? Counted without ranking,
- * walking forward: FTS5 seeks through its doclists forwards (an AND of a mailbox word and two common
- * words skips most of them), while walking backwards reads each doclist whole.
- */
-async function overCap(db: Kysely<DB>, from: RawBuilder<unknown>): Promise<boolean> {
-  const r = await sql<{ n: number }>`select count(*) as n from (select 1 from ${from} limit ${MAX_RANKED_MATCHES + 1})`.execute(db);
-  return Number(r.rows[0]!.n) > MAX_RANKED_MATCHES;
-}
+type Cut = (rowid: RawBuilder<unknown>) => RawBuilder<unknown>;
 
-/** Every match when they fit under the cap; else the newest MAX_RANKED_MATCHES (by index order). */
-const cutOf = (desc: boolean, rowid: RawBuilder<unknown>) => (desc ? sql`order by ${rowid} desc limit ${MAX_RANKED_MATCHES}` : sql``);
+/**
+ * Runs a ranked page over a match (`from … where …`), ranking at most MAX_RANKED_MATCHES rows. The
+ * match is first walked forward (FTS5 seeks through its doclists forwards, skipping most of an AND;
+ * backwards it reads each doclist whole), ranking up to one row over the cap and counting them; only
+ * a match over the cap is walked again newest-first. `select(cut)` ranks the rows, `page(ranks)`
+ * takes the page from them (`n`: how many were ranked).
+ */
+async function ranked<R>(db: Kysely<DB>, from: RawBuilder<unknown>, select: (cut: Cut) => RawBuilder<unknown>, page: (ranks: RawBuilder<unknown>) => RawBuilder<unknown>): Promise<R[]> {
+  const forward = await sql<R & { n: number }>`${page(sql`select *, count(*) over () as n from (${select(() => sql`limit ${MAX_RANKED_MATCHES + 1}`)})`)}`.execute(db);
+  // No row after the cursor says nothing of the count: ask it.
+  const n = forward.rows.length ? Number(forward.rows[0]!.n) : Number((await sql<{ n: number }>`select count(*) as n from (select 1 from ${from} limit ${MAX_RANKED_MATCHES + 1})`.execute(db)).rows[0]!.n);
+  const rows = n <= MAX_RANKED_MATCHES ? forward.rows : (await sql<R & { n: number }>`${page(sql`select *, 0 as n from (${select((rowid) => sql`order by ${rowid} desc limit ${MAX_RANKED_MATCHES}`)})`)}`.execute(db)).rows;
+  return rows.map(({ n: _n, ...r }) => r as unknown as R);
+}
 
 /** Subject 8, sender 4, recipients 2, body 1, attachment names 3, attachment text 1, mailbox 0. */
 const BM25 = sql.raw('bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0)');
@@ -105,7 +109,7 @@ export class SqliteSearchIndex implements SearchIndex {
       from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${narrowed(expr, mailboxIds)}`;
   }
 
-  async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number) {
+  async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]> {
     const expr = matchExpression(q.terms, true);
     if (!expr || !mailboxIds.length) return [];
     // CROSS JOIN keeps FTS5 as the outer loop: the docs table is looked up by rowid, and the mailbox
@@ -113,14 +117,12 @@ export class SqliteSearchIndex implements SearchIndex {
     const from = sql`email_fts cross join email_search_docs d on d.doc_id = email_fts.rowid
       where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))`;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
-    const desc = await overCap(db, from);
-    const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
-        select d.email_id as email_id, ${BM25} as rank from ${from} ${cutOf(desc, sql`email_fts.rowid`)})
-      ${key} order by rank, email_id limit ${limit}`.execute(db);
-    return r.rows;
+    return ranked(db, from, (cut) => sql`select d.email_id as email_id, ${BM25} as rank from ${from} ${cut(sql`email_fts.rowid`)}`, (ranks) =>
+      sql`select email_id, rank, n from (${ranks}) ${key} order by rank, email_id limit ${limit}`,
+    );
   }
 
-  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]> {
     const expr = matchExpression(contentTerms(q), false);
     if (!expr) return [];
     // As for emails: FTS5 drives, and only files meeting `where` are counted and ranked.
@@ -129,11 +131,9 @@ export class SqliteSearchIndex implements SearchIndex {
         cross join files on files.id = v.file_id and files.current_version_id = v.id
       where blob_text_fts match ${expr} and ${where}`;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
-    const desc = await overCap(db, from);
-    const r = await sql<{ file_id: string; rank: number }>`select file_id, rank from (
-        select files.id as file_id, bm25(blob_text_fts) as rank from ${from} ${cutOf(desc, sql`blob_text_fts.rowid`)})
-      ${key} order by rank, file_id limit ${limit}`.execute(db);
-    return r.rows;
+    return ranked(db, from, (cut) => sql`select files.id as file_id, bm25(blob_text_fts) as rank from ${from} ${cut(sql`blob_text_fts.rowid`)}`, (ranks) =>
+      sql`select file_id, rank, n from (${ranks}) ${key} order by rank, file_id limit ${limit}`,
+    );
   }
 
   textMatches(q: SearchQuery) {
