@@ -120,19 +120,18 @@ export class PostgresSearchIndex implements SearchIndex {
     return r.rows;
   }
 
+  // Files are ranked without the newest-first cut here: the text is shared by content, so the scope
+  // lives on `files`, and a cut over the joined rows planned badly at scale (see docs/search.md).
   async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
     const c = this.conditions(contentTerms(q), false);
     if (!c) return [];
-    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
-    // The newest files (ids are time-ordered) meeting `where` are cut first; ts_rank runs on those only.
-    const r = await sql<{ file_id: string; rank: number }>`select file_id, rank from (
-        select file_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from (
-          select files.id as file_id, t.tsv from (select sha256, tsv from blob_texts where tsv @@ ${c.all} offset 0) t
-            join file_versions v on v.sha256 = t.sha256
-            join files on files.id = v.file_id and files.current_version_id = v.id
-          where ${where}
-          order by files.id desc limit ${MAX_RANKED_MATCHES}) w) m
-      ${key} order by rank, file_id limit ${limit}`.execute(db);
+    const key = after ? sql` and (m.rank > ${after[0]} or (m.rank = ${after[0]} and files.id > ${after[1]}))` : sql``;
+    const r = await sql<{ file_id: string; rank: number }>`select files.id as file_id, m.rank as rank
+      from (select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all} offset 0) m
+        join file_versions v on v.sha256 = m.sha256
+        join files on files.id = v.file_id and files.current_version_id = v.id
+      where ${where}${key}
+      order by m.rank, files.id limit ${limit}`.execute(db);
     return r.rows;
   }
 

@@ -68,8 +68,8 @@ export interface SearchIndex {
   /**
    * Files whose current version's text matches the query's plain words and that meet `where` (a
    * condition on `files`, built by the caller: scope, withheld mail, the query's filters), best first,
-   * then by id, strictly after `after`, at most `limit`: `(file_id, rank)`. Of the files meeting
-   * `where`, the newest MAX_RANKED_MATCHES are ranked; `where` is checked before that cut.
+   * then by id, strictly after `after`, at most `limit`: `(file_id, rank)`. On SQLite, of the files
+   * meeting `where`, the newest MAX_RANKED_MATCHES are ranked; `where` is checked before that cut.
    */
   rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
