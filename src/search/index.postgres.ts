@@ -121,13 +121,15 @@ export class PostgresSearchIndex implements SearchIndex {
   }
 
   // Files are ranked without the newest-first cut here: the text is shared by content, so the scope
-  // lives on `files`, and a cut over the joined rows planned badly at scale (see docs/search.md).
+  // lives on `files` (see docs/search.md).
   async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
     const c = this.conditions(contentTerms(q), false);
     if (!c) return [];
     const key = after ? sql` and (m.rank > ${after[0]} or (m.rank = ${after[0]} and files.id > ${after[1]}))` : sql``;
-    const r = await sql<{ file_id: string; rank: number }>`select files.id as file_id, m.rank as rank
-      from (select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all} offset 0) m
+    // MATERIALIZED: the match is computed once. As a subquery the planner may misjudge it as one
+    // row and run it again for every file version (a nested loop that took minutes in the benchmark).
+    const r = await sql<{ file_id: string; rank: number }>`with m as materialized (select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all})
+      select files.id as file_id, m.rank as rank from m
         join file_versions v on v.sha256 = m.sha256
         join files on files.id = v.file_id and files.current_version_id = v.id
       where ${where}${key}
