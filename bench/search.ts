@@ -1,12 +1,15 @@
 // `npm run bench:search`: search latency over a seeded corpus, index size per email, and PDF
 // text-extraction throughput. In process, against the real database layer: the app boots with the
 // API role only (no worker), mailboxes are made through the mailbox service, and emails and file
-// texts are seeded through the store layer's own writers (email rows in batches, their search
-// documents through SearchIndex.putEmails, file texts through SearchIndex.putText), with text drawn
-// from a Zipf-distributed vocabulary. Then a two-word query (mid-frequency words) runs in one
-// mailbox and across all, on the first page and at cursor depth 1,000. Prints one JSON line.
+// texts are seeded through the store layer's own writers in batched transactions (email rows and
+// SearchIndex.putEmails 1,000 at a time, see test/search-seed.ts; files, versions and putText 500
+// at a time), with text drawn from a Zipf-distributed vocabulary. Then two-word queries of
+// mid-frequency words run in one mailbox and across all (emails and files, and emails only), on the
+// first page and at cursor depth 1,000, plus two of the most common words across all; each scenario
+// RUNS times (figures: medians over runs of each run's p50 and p99). Prints one JSON line.
 // Env: EMAILS (20000), FILES (2000), MAILBOXES (100), QUERIES (200), RUNS (3), PDFS (20), PDF_PAGES (20),
-// BENCH_DATABASE_URL (postgres://… for Postgres, in a fresh schema), BENCH_SCRATCH.
+// BENCH_DATABASE_URL (postgres://… for Postgres, in a fresh schema), BENCH_DATA_DIR (SQLite: keep
+// the corpus there and query it again on later runs), BENCH_SCRATCH.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes, createHash } from 'node:crypto';
