@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
 import { DATABASES } from './harness.ts';
-import { createSearchIndex, type EmailDoc, type SearchIndex } from '../src/search/search-index.ts';
+import { createSearchIndex, MAX_RANKED_MATCHES, type EmailDoc, type SearchIndex } from '../src/search/search-index.ts';
 import { parseQuery } from '../src/search/query.ts';
 
 // One contract for both search indexes (SQLite FTS5, Postgres tsvector): the same documents and
@@ -135,6 +135,51 @@ for (const kind of DATABASES) {
       expect(await emails('hugefirstword')).toEqual(['e6']);
       expect(await texts('hugetextword')).toEqual(['c']);
     }, 60_000);
+
+    it('pages ranked matches by keyset (rank, id): pages of 4 give the one long page, without repeats', async () => {
+      // Ranks differ (the word in the subject, or 1-3 times in the body) and tie (same text).
+      const docs = Array.from({ length: 30 }, (_, i) => doc(`p${String(i).padStart(2, '0')}`, { mailboxId: 'bkt_01Pages', subject: i % 7 === 0 ? 'keysetword report' : 'report', body: `${'keysetword '.repeat(1 + (i % 3))} filler ${'other '.repeat(i % 5)}` }));
+      await database.db.transaction().execute((trx) => index.putEmails(trx, docs));
+      const q = parseQuery('keysetword');
+      const whole = await index.rankedEmails(database.db, q, ['bkt_01Pages'], null, 100);
+      expect(whole).toHaveLength(30);
+      const paged: { email_id: string; rank: number }[] = [];
+      for (let page = await index.rankedEmails(database.db, q, ['bkt_01Pages'], null, 4); page.length; ) {
+        paged.push(...page);
+        const last = page.at(-1)!;
+        page = await index.rankedEmails(database.db, q, ['bkt_01Pages'], [Number(last.rank), last.email_id], 4);
+      }
+      expect(paged.map((r) => r.email_id)).toEqual(whole.map((r) => r.email_id));
+      expect(new Set(paged.map((r) => r.email_id)).size).toBe(30);
+      for (let i = 1; i < whole.length; i++) expect(whole[i]!.rank).toBeGreaterThanOrEqual(whole[i - 1]!.rank);
+      // The five with the word in the subject (weighted 8) come first.
+      expect(whole.slice(0, 5).map((r) => r.email_id).sort()).toEqual(['p00', 'p07', 'p14', 'p21', 'p28']);
+      await database.db.transaction().execute((trx) => index.removeEmails(trx, docs.map((d) => d.emailId)));
+    });
+
+    it("ranks a mailbox's matches before any cut, however many matches other mailboxes have", async () => {
+      // More matches elsewhere than are ranked (MAX_RANKED_MATCHES), all newer than the one here.
+      const mine = doc('m0', { mailboxId: 'bkt_01Mine', subject: 'floodword here' });
+      const theirs = Array.from({ length: MAX_RANKED_MATCHES + 50 }, (_, i) => doc(`x${String(i).padStart(5, '0')}`, { mailboxId: 'bkt_01Theirs', subject: 'floodword floodword there', body: 'floodword' }));
+      await database.db.transaction().execute(async (trx) => {
+        await index.putEmails(trx, [mine]);
+        await index.putEmails(trx, theirs);
+      });
+      const q = parseQuery('floodword');
+      expect(await index.rankedEmails(database.db, q, ['bkt_01Mine'], null, 10)).toEqual([{ email_id: 'm0', rank: expect.any(Number) }]);
+      // A scope of more mailboxes than MATCH narrows by is checked on the docs table: same answer.
+      const many = [...Array.from({ length: 40 }, (_, i) => `bkt_01Empty${i}`), 'bkt_01Mine'];
+      expect((await index.rankedEmails(database.db, q, many, null, 10)).map((r) => r.email_id)).toEqual(['m0']);
+      const other = await index.rankedEmails(database.db, q, ['bkt_01Theirs'], null, 5);
+      expect(other).toHaveLength(5);
+      expect(other.map((r) => r.email_id)).not.toContain('m0');
+      expect(await index.rankedEmails(database.db, q, [], null, 10)).toEqual([]);
+      // Both mailboxes: the newest MAX_RANKED_MATCHES are ranked, so the oldest match is past the cut.
+      const both = await index.rankedEmails(database.db, q, ['bkt_01Mine', 'bkt_01Theirs'], null, MAX_RANKED_MATCHES + 100);
+      expect(both).toHaveLength(MAX_RANKED_MATCHES);
+      expect(both.map((r) => r.email_id)).not.toContain('m0');
+      await database.db.transaction().execute((trx) => index.removeEmails(trx, [mine, ...theirs].map((d) => d.emailId)));
+    }, 180_000);
 
     it('searches extracted text; contents without text never match', async () => {
       expect(await texts('invoice revenue')).toEqual(['a']);

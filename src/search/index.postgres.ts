@@ -1,8 +1,8 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
-import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+import { MAX_RANKED_MATCHES, type EmailDoc, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
 
 // Postgres: tsvector columns with GIN indexes, in the configured text search configuration
 // (CUBBY_SEARCH_LANGUAGE). Text is reduced to letters and digits before to_tsvector, so that words
@@ -42,24 +42,29 @@ export class PostgresSearchIndex implements SearchIndex {
     return sql`to_tsquery(${this.cfg}, ${text})`;
   }
 
+  // Batched: one statement for up to 200 documents (imports and the backfill index thousands at once).
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
-    for (const d of docs) {
-      const subject = this.vec(d.subject);
-      const sender = this.vec(d.sender);
-      const recipients = this.vec(d.recipients);
-      const names = this.vec(d.names);
-      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
-        values (${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
+    // One row per email per statement: `on conflict do update` refuses the same key twice.
+    const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
+    for (let i = 0; i < latest.length; i += 200) {
+      const values = latest.slice(i, i + 200).map((d) => {
+        const subject = this.vec(d.subject);
+        const sender = this.vec(d.sender);
+        const recipients = this.vec(d.recipients);
+        const names = this.vec(d.names);
+        return sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
           setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body, BODY_CHARS)} || ${this.vec(d.attachments, ATTACHMENT_CHARS)},
-          ${subject}, ${sender}, ${recipients}, ${names})
-        on conflict (email_id) do update set attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
+          ${subject}, ${sender}, ${recipients}, ${names})`;
+      });
+      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
+        values ${sql.join(values)}
+        on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
           tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.execute(db);
     }
   }
 
   async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {
-    if (!emailIds.length) return;
-    await sql`delete from email_search_docs where email_id in (${sql.join(emailIds)})`.execute(db);
+    for (let i = 0; i < emailIds.length; i += 500) await sql`delete from email_search_docs where email_id in (${sql.join(emailIds.slice(i, i + 500))})`.execute(db);
   }
 
   async putText(db: Kysely<DB>, r: TextRow): Promise<void> {
@@ -94,6 +99,42 @@ export class PostgresSearchIndex implements SearchIndex {
     const conds = [...c.extra, ...(mailboxIds?.length ? [sql`mailbox_id in (${sql.join(mailboxIds)})`] : [])];
     const extra = conds.length ? sql` and ${sql.join(conds, sql` and `)}` : sql``;
     return sql<{ email_id: string; rank: number }>`select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from email_search_docs where tsv @@ ${c.all}${extra} offset 0`;
+  }
+
+  // The mailbox list is part of the scan: for a small scope the planner ANDs the mailbox_id btree
+  // with the tsv GIN, so only the scope's documents are visited. (A composite GIN over both needs
+  // the btree_gin extension, which a database role may not be allowed to install.) Only the narrow
+  // docs table is read here: the caller reads `emails` for the batch it keeps, not for every match.
+  async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number) {
+    const c = this.conditions(q.terms, true);
+    if (!c || !mailboxIds.length) return [];
+    const extra = c.extra.length ? sql` and ${sql.join(c.extra, sql` and `)}` : sql``;
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
+    // The newest MAX_RANKED_MATCHES matches (ids are time-ordered) are ranked: ts_rank reads each
+    // document's whole tsvector, the id does not.
+    const r = await sql<{ email_id: string; rank: number }>`select email_id, rank from (
+        select email_id, (-ts_rank(tsv, ${c.all}))::float8 as rank from (
+          select email_id, tsv from email_search_docs where tsv @@ ${c.all} and mailbox_id = any(${mailboxIds}::text[])${extra}
+          order by email_id desc limit ${MAX_RANKED_MATCHES}) w) m
+      ${key} order by rank, email_id limit ${limit}`.execute(db);
+    return r.rows;
+  }
+
+  // Files are ranked without the newest-first cut here: the text is shared by content, so the scope
+  // lives on `files` (see docs/search.md).
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
+    const c = this.conditions(contentTerms(q), false);
+    if (!c) return [];
+    const key = after ? sql` and (m.rank > ${after[0]} or (m.rank = ${after[0]} and files.id > ${after[1]}))` : sql``;
+    // MATERIALIZED: the match is computed once. As a subquery the planner may misjudge it as one
+    // row and run it again for every file version (a nested loop that took minutes in the benchmark).
+    const r = await sql<{ file_id: string; rank: number }>`with m as materialized (select sha256, (-ts_rank(tsv, ${c.all}))::float8 as rank from blob_texts where tsv @@ ${c.all})
+      select files.id as file_id, m.rank as rank from m
+        join file_versions v on v.sha256 = m.sha256
+        join files on files.id = v.file_id and files.current_version_id = v.id
+      where ${where}${key}
+      order by m.rank, files.id limit ${limit}`.execute(db);
+    return r.rows;
   }
 
   textMatches(q: SearchQuery) {

@@ -1,8 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms } from './query.ts';
-import type { EmailDoc, SearchIndex, TextRow } from './search-index.ts';
+import { MAX_RANKED_MATCHES, type EmailDoc, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
 
 /** Characters indexed per field (the stored text itself is kept whole). */
 const MAX_INDEXED_FIELD_CHARS = 256 * 1024;
@@ -30,34 +30,65 @@ function matchExpression(terms: Term[], columns: boolean): string | null {
 /** A mailbox id as one word (`bkt_01ABC…` → `bkt01abc…`): letters and digits only, so nothing to escape. */
 const mailboxWord = (id: string) => id.toLowerCase().replace(/[^a-z0-9]/g, '');
 
+/**
+ * Up to this many mailboxes, MATCH itself is restricted to them (`mailbox : ("a" OR "b" …)`), so
+ * FTS5 only visits the scope's documents. FTS5 checks an OR of k tokens with k seeks per candidate,
+ * so a larger scope is checked on the docs table instead (see bench/search.ts).
+ */
+export const MAX_MATCH_MAILBOXES = 32;
+
+function narrowed(expr: string, mailboxIds?: string[] | null): string {
+  if (!mailboxIds?.length || mailboxIds.length > MAX_MATCH_MAILBOXES) return expr;
+  return `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
+}
+
+type Cut = (rowid: RawBuilder<unknown>) => RawBuilder<unknown>;
+
+/**
+ * Runs a ranked page over a match (`from … where …`), ranking at most MAX_RANKED_MATCHES rows. The
+ * match is first walked forward (FTS5 seeks through its doclists forwards, skipping most of an AND;
+ * backwards it reads each doclist whole), ranking up to one row over the cap and counting them; only
+ * a match over the cap is walked again newest-first. `select(cut)` ranks the rows, `page(ranks)`
+ * takes the page from them (`n`: how many were ranked).
+ */
+async function ranked<R>(db: Kysely<DB>, from: RawBuilder<unknown>, select: (cut: Cut) => RawBuilder<unknown>, page: (ranks: RawBuilder<unknown>) => RawBuilder<unknown>): Promise<R[]> {
+  const forward = await sql<R & { n: number }>`${page(sql`select *, count(*) over () as n from (${select(() => sql`limit ${MAX_RANKED_MATCHES + 1}`)})`)}`.execute(db);
+  // No row after the cursor says nothing of the count: ask it.
+  const n = forward.rows.length ? Number(forward.rows[0]!.n) : Number((await sql<{ n: number }>`select count(*) as n from (select 1 from ${from} limit ${MAX_RANKED_MATCHES + 1})`.execute(db)).rows[0]!.n);
+  const rows = n <= MAX_RANKED_MATCHES ? forward.rows : (await sql<R & { n: number }>`${page(sql`select *, 0 as n from (${select((rowid) => sql`order by ${rowid} desc limit ${MAX_RANKED_MATCHES}`)})`)}`.execute(db)).rows;
+  return rows.map(({ n: _n, ...r }) => r as unknown as R);
+}
+
+/** Subject 8, sender 4, recipients 2, body 1, attachment names 3, attachment text 1, mailbox 0. */
+const BM25 = sql.raw('bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0)');
+
 const cut = (s: string) => (s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_INDEXED_FIELD_CHARS) : s);
 
 export class SqliteSearchIndex implements SearchIndex {
+  // Batched: one statement per step for up to 200 documents (a mailbox import or the backfill
+  // indexes thousands at a time; per-document statements cost more than the tokenizing).
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
-    // A few statements per batch, not three per email: a group commit of received mail indexes
-    // dozens of emails at once. An email listed twice is indexed as its last entry.
     const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
-    for (let i = 0; i < latest.length; i += 100) {
-      const chunk = latest.slice(i, i + 100);
-      const old = await sql<{ doc_id: number }>`select doc_id from email_search_docs where email_id in (${sql.join(chunk.map((d) => d.emailId))})`.execute(db);
-      if (old.rows.length) {
-        const ids = sql.join(old.rows.map((r) => r.doc_id));
-        await sql`delete from email_fts where rowid in (${ids})`.execute(db);
-        await sql`delete from email_search_docs where doc_id in (${ids})`.execute(db);
-      }
-      const ins = await sql<{ doc_id: number; email_id: string }>`insert into email_search_docs (email_id, mailbox_id, attachment_shas)
-        values ${sql.join(chunk.map((d) => sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)})`))} returning doc_id, email_id`.execute(db);
-      const docId = new Map(ins.rows.map((r) => [r.email_id, r.doc_id]));
-      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments, mailbox)
-        values ${sql.join(chunk.map((d) => sql`(${docId.get(d.emailId)!}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`))}`.execute(db);
+    for (let i = 0; i < latest.length; i += 200) {
+      const batch = latest.slice(i, i + 200);
+      const ids = sql.join(batch.map((d) => d.emailId));
+      await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
+      await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+      const values = batch.map((d) => sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)})`);
+      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas) values ${sql.join(values)}`.execute(db);
+      const rows = await sql<{ doc_id: number; email_id: string }>`select doc_id, email_id from email_search_docs where email_id in (${ids})`.execute(db);
+      const docOf = new Map(rows.rows.map((r) => [r.email_id, r.doc_id]));
+      const fts = batch.map((d) => sql`(${docOf.get(d.emailId)!}, ${cut(d.subject)}, ${cut(d.sender)}, ${cut(d.recipients)}, ${cut(d.body)}, ${cut(d.names)}, ${cut(d.attachments)}, ${mailboxWord(d.mailboxId)})`);
+      await sql`insert into email_fts (rowid, subject, sender, recipients, body, names, attachments, mailbox) values ${sql.join(fts)}`.execute(db);
     }
   }
 
   async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {
-    if (!emailIds.length) return;
-    const ids = sql.join(emailIds);
-    await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
-    await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+    for (let i = 0; i < emailIds.length; i += 500) {
+      const ids = sql.join(emailIds.slice(i, i + 500));
+      await sql`delete from email_fts where rowid in (select doc_id from email_search_docs where email_id in (${ids}))`.execute(db);
+      await sql`delete from email_search_docs where email_id in (${ids})`.execute(db);
+    }
   }
 
   async putText(db: Kysely<DB>, r: TextRow): Promise<void> {
@@ -72,11 +103,37 @@ export class SqliteSearchIndex implements SearchIndex {
   }
 
   emailMatches(q: SearchQuery, mailboxIds?: string[] | null) {
-    let expr = matchExpression(q.terms, true);
+    const expr = matchExpression(q.terms, true);
     if (!expr) return null;
-    if (mailboxIds?.length && mailboxIds.length <= 50) expr = `mailbox : (${mailboxIds.map((id) => `"${mailboxWord(id)}"`).join(' OR ')}) AND ${expr}`;
-    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, bm25(email_fts, 8.0, 4.0, 2.0, 1.0, 3.0, 1.0, 0.0) as rank
-      from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${expr}`;
+    return sql<{ email_id: string; rank: number }>`select d.email_id as email_id, ${BM25} as rank
+      from email_fts join email_search_docs d on d.doc_id = email_fts.rowid where email_fts match ${narrowed(expr, mailboxIds)}`;
+  }
+
+  async rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]> {
+    const expr = matchExpression(q.terms, true);
+    if (!expr || !mailboxIds.length) return [];
+    // CROSS JOIN keeps FTS5 as the outer loop: the docs table is looked up by rowid, and the mailbox
+    // list is checked on every match whether or not MATCH could narrow by it.
+    const from = sql`email_fts cross join email_search_docs d on d.doc_id = email_fts.rowid
+      where email_fts match ${narrowed(expr, mailboxIds)} and d.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))`;
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
+    return ranked(db, from, (cut) => sql`select d.email_id as email_id, ${BM25} as rank from ${from} ${cut(sql`email_fts.rowid`)}`, (ranks) =>
+      sql`select email_id, rank, n from (${ranks}) ${key} order by rank, email_id limit ${limit}`,
+    );
+  }
+
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]> {
+    const expr = matchExpression(contentTerms(q), false);
+    if (!expr) return [];
+    // As for emails: FTS5 drives, and only files meeting `where` are counted and ranked.
+    const from = sql`blob_text_fts cross join blob_texts t on t.doc_id = blob_text_fts.rowid
+        cross join file_versions v on v.sha256 = t.sha256
+        cross join files on files.id = v.file_id and files.current_version_id = v.id
+      where blob_text_fts match ${expr} and ${where}`;
+    const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
+    return ranked(db, from, (cut) => sql`select files.id as file_id, bm25(blob_text_fts) as rank from ${from} ${cut(sql`blob_text_fts.rowid`)}`, (ranks) =>
+      sql`select file_id, rank, n from (${ranks}) ${key} order by rank, file_id limit ${limit}`,
+    );
   }
 
   textMatches(q: SearchQuery) {

@@ -1,4 +1,4 @@
-import type { Kysely, RawBuilder } from 'kysely';
+import type { Expression, Kysely, RawBuilder, SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import type { SearchQuery } from './query.ts';
@@ -35,6 +35,18 @@ export interface TextRow {
   extractedAt: string;
 }
 
+/**
+ * At most this many matches of one query are ranked: the newest ones (by index order on SQLite, by
+ * id on Postgres, both close to arrival order). A word in nearly every email of a large mailbox
+ * would otherwise cost a rank computation per email on every page; past this many, recent mail is
+ * what a person looking for it most likely means. Narrow the query (more words, `from:`, dates) to
+ * reach older mail.
+ */
+export const MAX_RANKED_MATCHES = 20_000;
+
+/** A keyset position in a ranked list: (rank, id); lower ranks are better. */
+export type RankKey = [number, string];
+
 export interface SearchIndex {
   putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void>;
   removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
@@ -45,6 +57,21 @@ export interface SearchIndex {
    * `mailboxIds`, only emails of those mailboxes (a narrowing for speed: callers still check scope).
    */
   emailMatches(q: SearchQuery, mailboxIds?: string[] | null): RawBuilder<{ email_id: string; rank: number }> | null;
+  /**
+   * One batch of ranked candidates for `/v1/search`: `(email_id, rank)` of the emails of
+   * `mailboxIds` (the scope, resolved by the caller from src/auth/access.ts) that match the query,
+   * best first, then by id, strictly after the keyset `after`, at most `limit`. The mailbox list
+   * narrows the match inside the index itself, so another tenant's matches are never ranked; the
+   * caller still checks every row it keeps against the emails table.
+   */
+  rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]>;
+  /**
+   * Files whose current version's text matches the query's plain words and that meet `where` (a
+   * condition on `files`, built by the caller: scope, withheld mail, the query's filters), best first,
+   * then by id, strictly after `after`, at most `limit`: `(file_id, rank)`. On SQLite, of the files
+   * meeting `where`, the newest MAX_RANKED_MATCHES are ranked; `where` is checked before that cut.
+   */
+  rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }

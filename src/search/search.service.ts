@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { expressionBuilder, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { AppDeps, RequestCtx } from '../context.ts';
 import type { DB, EmailsTable, FilesTable } from '../db/schema.ts';
 import { reachableAccounts, selectAccount, visibleMailboxIds, visibleMailboxIdsAcross } from '../auth/access.ts';
@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor } from '../http/cursor.ts';
 import { invalidArgument } from '../errors.ts';
 import { viewerOf } from '../emails/emails.present.ts';
 import { notWithheldEmailFile } from '../emails/withheld.ts';
-import { parseQuery, type SearchQuery, type Term } from './query.ts';
+import { contentTerms, parseQuery, type SearchQuery, type Term } from './query.ts';
 import { searchIndex } from './search-index.ts';
 import { snippetOf } from './snippet.ts';
 import { textsBySha } from './documents.ts';
@@ -102,17 +102,72 @@ type Key = [number, string];
 const after = (key: Key | null, rank: Expression<number>, id: Expression<string>): Expression<SqlBool> | null =>
   key ? sql<SqlBool>`(${rank} > ${key[0]} or (${rank} = ${key[0]} and ${id} > ${key[1]}))` : null;
 
+/** Mail an API key may find: labeled, and not Junk. */
+const notWithheld = (eb: ExpressionBuilder<DB, 'emails'>) => eb.and([eb('emails.labeling', '<>', 'pending'), eb.or([eb('emails.label', 'is', null), eb('emails.label', '<>', 'Junk')])]);
+
+/** The live mailboxes a scope covers, as ids: what the index narrows its match to. */
+async function scopeMailboxIds(ctx: RequestCtx, scope: Scope): Promise<string[]> {
+  if (!scope.accountIds.length || (scope.mailboxIds && !scope.mailboxIds.length)) return [];
+  let query = ctx.db.selectFrom('mailboxes').select('id').where('deleted_at', 'is', null).where('account_id', 'in', scope.accountIds);
+  if (scope.mailboxIds) query = query.where('id', 'in', scope.mailboxIds);
+  return (await query.orderBy('id').execute()).map((r) => r.id);
+}
+
+/**
+ * Emails in two steps: the index ranks the scope's matches on its own narrow tables and hands back
+ * a batch in (rank, id) order after the cursor; only that batch is read from `emails`, where scope,
+ * withheld mail and the query's filters are checked again. When the checks drop rows, the next
+ * (larger) batch continues after the last candidate. So the wide `emails` rows are read for about
+ * one page, not for every match.
+ */
 async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
-  const m = searchIndex(ctx).emailMatches(q, scope.mailboxIds);
-  if (!m) return [];
+  const index = searchIndex(ctx);
+  const mailboxIds = await scopeMailboxIds(ctx, scope);
+  const filters = emailFilterConditions(q);
+  const apiKey = viewerOf(ctx).apiKey;
+  if (filters.length) return searchEmailsJoined(ctx, q, scope, mailboxIds, filters, key, limit);
+  const out: SearchHit[] = [];
+  let batch = Math.max(50, (limit + 1) * 2);
+  let from = key;
+  while (out.length <= limit) {
+    const candidates = await index.rankedEmails(ctx.db, q, mailboxIds, from, batch);
+    if (!candidates.length) break;
+    let query = ctx.db
+      .selectFrom('emails')
+      .selectAll('emails')
+      .where('emails.id', 'in', candidates.map((c) => c.email_id))
+      .where(scopeCondition(scope, 'emails'));
+    if (apiKey) query = query.where(notWithheld);
+    const rows = new Map((await query.execute()).map((r) => [r.id, r as EmailsTable]));
+    for (const c of candidates) {
+      const email = rows.get(c.email_id);
+      if (email) out.push({ kind: 'email', id: email.id, mailboxId: email.mailbox_id, rank: Number(c.rank), snippet: null, email });
+      if (out.length > limit) break;
+    }
+    if (candidates.length < batch) break;
+    const last = candidates.at(-1)!;
+    from = [Number(last.rank), last.email_id];
+    // Few are dropped (withheld mail only), so this rarely runs twice.
+    batch = Math.min(batch * 8, 5_000);
+  }
+  return out;
+}
+
+/**
+ * With has:attachment, before: or after:, which may leave out most matches, the match is joined to
+ * `emails` in one query instead (still narrowed to the scope's mailboxes inside the index).
+ */
+async function searchEmailsJoined(ctx: RequestCtx, q: SearchQuery, scope: Scope, mailboxIds: string[], filters: Expression<SqlBool>[], key: Key | null, limit: number) {
+  const m = searchIndex(ctx).emailMatches(q, mailboxIds);
+  if (!m || !mailboxIds.length) return [];
   let query = ctx.db
     .selectFrom('emails')
     .innerJoin(sql<{ email_id: string; rank: number }>`(${m})`.as('m'), (j) => j.onRef('m.email_id', '=', 'emails.id'))
     .selectAll('emails')
     .select(sql<number>`m.rank`.as('rank'))
     .where(scopeCondition(scope, 'emails'));
-  for (const c of emailFilterConditions(q)) query = query.where(c);
-  if (viewerOf(ctx).apiKey) query = query.where('emails.labeling', '<>', 'pending').where((eb) => eb.or([eb('emails.label', 'is', null), eb('emails.label', '<>', 'Junk')]));
+  for (const c of filters) query = query.where(c);
+  if (viewerOf(ctx).apiKey) query = query.where(notWithheld);
   const cond = after(key, sql<number>`m.rank`, sql<string>`emails.id`);
   if (cond) query = query.where(cond);
   const rows = await query.orderBy(sql`m.rank`).orderBy('emails.id').limit(limit + 1).execute();
@@ -127,31 +182,28 @@ async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: 
 async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
   // Field operators other than filename: describe emails only.
   if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return [];
-  const m = searchIndex(ctx).textMatches(q);
   const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
-  if (!m && !filename) return [];
-  const rank = m ? sql<number>`m.rank` : sql<number>`0`;
-  let query = m
-    ? ctx.db
-        .selectFrom(sql<{ sha256: string; rank: number }>`(${m})`.as('m'))
-        .innerJoin('file_versions as v', 'v.sha256', 'm.sha256')
-        // By the file's primary key: the current version is checked, not looked up.
-        .innerJoin('files', (j) => j.onRef('files.id', '=', 'v.file_id').onRef('files.current_version_id', '=', 'v.id'))
-    : ctx.db.selectFrom('files');
-  let rows = (query as any)
-    .selectAll('files')
-    .select(rank.as('rank'))
-    .where('files.deleted_at', 'is', null)
-    .where(scopeCondition(scope, 'files'));
-  if (filename) rows = rows.where(filename);
-  if (q.before) rows = rows.where('files.updated_at', '<', q.before);
-  if (q.after) rows = rows.where('files.updated_at', '>=', q.after);
-  if (viewerOf(ctx).apiKey) rows = rows.where((eb: ExpressionBuilder<DB, 'files'>) => eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
-  const cond = after(key, rank, sql<string>`files.id`);
-  if (cond) rows = rows.where(cond);
-  // (A constant rank is not ordered by: `order by 0` would name a column by position.)
-  const found: (FilesTable & { rank: number })[] = await (m ? rows.orderBy(rank) : rows).orderBy('files.id').limit(limit + 1).execute();
-  return found.map(({ rank: r, ...file }) => ({ kind: 'file' as const, id: file.id, mailboxId: file.mailbox_id, rank: Number(r), snippet: null, file: file as FilesTable }));
+  const eb = expressionBuilder<DB, 'files'>();
+  const conds: Expression<SqlBool>[] = [eb('files.deleted_at', 'is', null), scopeCondition(scope, 'files')];
+  if (filename) conds.push(filename);
+  if (q.before) conds.push(eb('files.updated_at', '<', q.before));
+  if (q.after) conds.push(eb('files.updated_at', '>=', q.after));
+  if (viewerOf(ctx).apiKey) conds.push(eb.or([sql<SqlBool>`substr(files.path, 1, 7) <> '_email/'`, notWithheldEmailFile(eb)]));
+  const where = eb.and(conds);
+  const hit = (file: FilesTable, rank: number): SearchHit => ({ kind: 'file', id: file.id, mailboxId: file.mailbox_id, rank, snippet: null, file });
+  if (contentTerms(q).some((t) => !t.negated)) {
+    // Ranked on the index's side; the wide rows are read for this page only.
+    const ranked = await searchIndex(ctx).rankedFiles(ctx.db, q, where, key, limit + 1);
+    if (!ranked.length) return [];
+    const rows = new Map((await ctx.db.selectFrom('files').selectAll().where('id', 'in', ranked.map((r) => r.file_id)).execute()).map((f) => [f.id, f as FilesTable]));
+    return ranked.filter((r) => rows.has(r.file_id)).map((r) => hit(rows.get(r.file_id)!, Number(r.rank)));
+  }
+  if (!filename) return [];
+  // `filename:` terms alone match paths only: no text rank (0), in id order.
+  let rows = ctx.db.selectFrom('files').selectAll().where(where);
+  if (key) rows = rows.where(after(key, sql<number>`0`, sql<string>`files.id`)!);
+  const found = await rows.orderBy('files.id').limit(limit + 1).execute();
+  return found.map((f) => hit(f as FilesTable, 0));
 }
 
 export interface SearchInput {
