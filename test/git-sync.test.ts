@@ -286,6 +286,20 @@ describeGit('git sync', (app) => {
         const row = await dbOf(app()).selectFrom('git_syncs').selectAll().where('mailbox_id', '=', bucket.id).executeTakeFirstOrThrow();
         expect(JSON.stringify(row)).not.toContain('right-token');
         expect((await state(app(), u.key, bucket.id)).github_sync.token).toBeUndefined();
+        // Reconnecting without a token keeps it for the same origin, and drops it for another one:
+        // a stored token never goes to a host it was not given for.
+        await connect(app(), u.key, bucket.id, { repository_url: server.url(name) }, 200);
+        expect((await state(app(), u.key, bucket.id)).github_sync.token_configured).toBe(true);
+        const elsewhere = new URL(server.url(name));
+        elsewhere.port = String(Number(elsewhere.port) === 1 ? 2 : 1);
+        await drain(app());
+        await connect(app(), u.key, bucket.id, { repository_url: elsewhere.toString() }, 200);
+        expect((await state(app(), u.key, bucket.id)).github_sync.token_configured).toBe(false);
+        await drain(app());
+        await connect(app(), u.key, bucket.id, { repository_url: server.url(name) }, 200);
+        await drain(app());
+        // Back on the first origin, the dropped token is not back: the server asks for one again.
+        expect((await state(app(), u.key, bucket.id)).github_sync).toMatchObject({ sync_state: 'failed', token_configured: false, error: { code: 'GIT_AUTH_FAILED' } });
       } finally {
         server.token = null;
       }

@@ -100,6 +100,14 @@ for (const kind of DATABASES) {
       // The host is matched without its port, case or trailing dot.
       expect((await siteFetch(`http://${host}:${port()}/`, { headers: { host: `WWW.${root}.` } })).text).toBe('home');
 
+      // Visits on the custom host count for the site's publication (the analytics API).
+      await app.started.flushSiteAnalytics();
+      const stats = await app.request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key, query: { granularity: 'hour' } });
+      expect(stats.status, stats.text).toBe(200);
+      // Three page views: '/' on the slug host before verification, then '/docs/page.html' and '/' here.
+      expect(stats.body.data.analytics.totals.views).toBe(3);
+      expect(stats.body.data.analytics.top_paths).toContainEqual({ value: '/docs/page.html', count: 1 });
+
       // The slug URL now redirects (301) to the same path on the custom domain, and public_url follows.
       const moved = await siteFetch(`${p.public_url}/docs/page.html?a=1`);
       expect(moved.status).toBe(301);

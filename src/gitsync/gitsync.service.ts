@@ -62,11 +62,16 @@ export async function connectGitSync(ctx: RequestCtx, bucketId: string, selector
   const existing = await findConnection(ctx, bucketId);
   const issueSecret = !existing || body.rotate_webhook_secret === true;
   const webhookSecret = issueSecret ? generateWebhookSecret() : null;
+  const repositoryUrl = normalRepositoryUrl(url);
+  // A kept token only goes back to the origin it was given for: pointing the connection at another
+  // host without a new token drops it, so nobody can collect the stored token on a server of theirs.
+  const movedOrigin = existing !== undefined && new URL(existing.repository_url).origin !== new URL(repositoryUrl).origin;
+  const tokenChange = body.token !== undefined ? body.token : movedOrigin ? null : undefined;
   const values = {
-    repository_url: normalRepositoryUrl(url),
+    repository_url: repositoryUrl,
     branch,
     subdirectory,
-    ...(body.token !== undefined ? { token_ciphertext: body.token === null ? null : seal(ctx.secret, bucketId, 'token', body.token) } : {}),
+    ...(tokenChange !== undefined ? { token_ciphertext: tokenChange === null ? null : seal(ctx.secret, bucketId, 'token', tokenChange) } : {}),
     ...(webhookSecret ? { webhook_secret_ciphertext: seal(ctx.secret, bucketId, 'webhook', webhookSecret) } : {}),
     auto_publish: body.auto_publish === undefined || body.auto_publish === null ? (existing?.auto_publish ?? 0) : body.auto_publish ? 1 : 0,
     sync_state: 'queued' as const,

@@ -60,7 +60,7 @@ ${
 <input id="g-url" name="repository_url" type="url" required maxlength="2048" value="${s?.repository_url ?? ''}">
 <label for="g-branch">Branch</label><input id="g-branch" name="branch" type="text" required maxlength="255" value="${s?.branch ?? 'main'}">
 <label for="g-sub">Folder <span class="hint">the repository folder that becomes the mailbox root; empty for all</span></label><input id="g-sub" name="subdirectory" type="text" maxlength="1024" value="${s?.subdirectory ?? ''}">
-<label for="g-token">Access token <span class="hint">${s?.token_configured ? 'a token is stored; leave empty to keep it' : 'for private repositories; stored encrypted'}</span></label><input id="g-token" name="token" type="password" autocomplete="off" maxlength="1000">
+<label for="g-token">Access token <span class="hint">${s?.token_configured ? 'a token is stored; leave empty to keep it (it is dropped if the repository moves to another host)' : 'for private repositories; stored encrypted'}</span></label><input id="g-token" name="token" type="password" autocomplete="off" maxlength="1000">
 <label class="choice"><input type="checkbox" name="auto_publish" value="1"${s?.auto_publish ? html` checked` : ''}> Rebuild the website after every sync</label>
 ${s ? html`<label class="choice"><input type="checkbox" name="rotate_webhook_secret" value="1"> Make a new webhook secret</label>` : ''}
 <div class="actions"><button type="submit">${s ? 'Save and sync' : 'Connect and sync'}</button></div>

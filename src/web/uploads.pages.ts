@@ -45,7 +45,16 @@ async function opened(deps: AppDeps, req: FastifyRequest<{ Params: { id: string 
 
 const ids = (o: OpenedMailbox) => ({ accountId: o.loaded.access.account.id, mailboxId: o.loaded.mailbox.id });
 
-export function registerUploadPages(web: FastifyInstance, deps: AppDeps): void {
+export function registerUploadPages(parent: FastifyInstance, deps: AppDeps): void {
+  // A scope of their own: the raw-bytes parser (up to 100 MB) applies to these routes only, and a
+  // request without a signed-in session is refused before its body is read.
+  parent.register(async (web) => registerUploadRoutes(web, deps));
+}
+
+function registerUploadRoutes(web: FastifyInstance, deps: AppDeps): void {
+  web.addHook('onRequest', async (req, reply) => {
+    if (!req.webSession) return reply.code(401).send({ error: 'Sign in again.', code: 'UNAUTHENTICATED' });
+  });
   web.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: MAX_WEB_UPLOAD_BYTES }, (_req, body, done) => done(null, body));
 
   // Starts the batch, or returns the pending session started with the same client key.

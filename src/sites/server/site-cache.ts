@@ -84,11 +84,6 @@ export class SiteCache {
     return undefined;
   }
 
-  /** The site a label was last resolved to, however old (analytics of a response just served). */
-  known(label: string): Site | null {
-    return this.hosts.get(label)?.site ?? null;
-  }
-
   resolve(label: string): Promise<Site | null> {
     let p = this.pending.get(label);
     if (!p) {

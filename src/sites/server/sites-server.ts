@@ -75,6 +75,10 @@ function lookup(site: Site, path: string): FileEntry | { redirect: true } | null
 export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }, analytics: SiteAnalytics | null = null) {
   const secure = deps.config.sitesHost !== undefined && deps.config.publicUrl?.startsWith('https:') === true;
   const scheme = secure ? 'https' : 'http';
+  // The site each response is served from, for analytics: set only once the host (a label of ours
+  // or a verified custom domain) resolved to a live site and no redirect to its canonical host was
+  // due, so unknown, foreign or expired hosts and redirects are never counted.
+  const served = new WeakMap<ServerResponse, Site>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // A host label of ours (`docs`, `preview-docs`) or a custom hostname (src/sites/urls.ts).
@@ -102,6 +106,7 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     // A site with a verified primary domain answers only there: its slug host and other domains redirect.
     const canonical = canonicalLocation(deps, key!, site.canonicalHost, req) ?? (site.httpsOnly && !(req.socket as { encrypted?: boolean }).encrypted ? canonicalLocation(deps, key!, key, req, true) : null);
     if (canonical) return sendText(res, null, 301, '', 'text/plain; charset=utf-8', { location: canonical });
+    served.set(res, site);
 
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -163,7 +168,7 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       deps.metrics.httpDuration.observe(labels, ms / 1000);
       const label = labelFromHost(deps.config, req.headers.host);
       deps.log.info({ http: { method, route: 'site', site: label, status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
-      if (analytics && label) analytics.countResponse(req, res, cache.known(label));
+      if (analytics) analytics.countResponse(req, res, served.get(res) ?? null);
     });
     handle(req, res).catch((err) => {
       log.error({ err }, 'sites server request failed');
