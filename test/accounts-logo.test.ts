@@ -3,6 +3,7 @@ import { describeAccounts, webSignIn } from './account-helpers.ts';
 import { GIF_1x1, HOSTILE_SVG, jpegHeader, pngImage } from './image-fixtures.ts';
 import { enablePublishing, newBucket, publishAndWait, siteFetch, untilSettled, uploadFolder } from './sites-helpers.ts';
 import { collectGarbageBlobs } from '../src/files/purge.service.ts';
+import { setAccountStatus } from '../src/accounts/accounts.service.ts';
 import type { WebClient } from './web-client.ts';
 
 // Account logos over HTTP: an agency owner brands a client account with an image whose type is
@@ -97,6 +98,13 @@ describeAccounts('account logos', (env) => {
     expect((await web.get(`/account/logo?account=${clientId}`)).status).toBe(404);
     const actions = await db.selectFrom('activity').select('action').where('account_id', '=', clientId).where('action', 'like', 'account.logo%').execute();
     expect(actions.map((a) => a.action).sort()).toEqual(['account.logo_remove', 'account.logo_update', 'account.logo_update']);
+
+    // A read-only account keeps its branding as it is, like every other change.
+    await setAccountStatus(db, clientId, 'read_only', 'test', new Date());
+    const readOnly = await upload(web, clientId, file(pngImage(64, 64)));
+    expect(readOnly.status).toBe(423);
+    expect(await logoOf()).toEqual({ logo_sha256: null, logo_content_type: null });
+    await setAccountStatus(db, clientId, 'active', null, new Date());
   });
 
   it('published file listings show the logo from the site’s own origin, and the initial again once removed', async () => {

@@ -94,6 +94,10 @@ for (const kind of DATABASES) {
       // The question Caddy's on-demand TLS asks: yes for this verified host only.
       expect((await siteFetch(`http://127.0.0.1:${port()}/.well-known/cubby/tls-allowed?domain=${host}`)).status).toBe(200);
       expect((await siteFetch(`http://127.0.0.1:${port()}/.well-known/cubby/tls-allowed?domain=nope.${root}`)).status).toBe(404);
+      // Asked on a site's own host, the path is the site's (no answer about other domains).
+      const onSite = await siteFetch(`http://${host}:${port()}/.well-known/cubby/tls-allowed?domain=${host}`);
+      expect(onSite.status).toBe(404);
+      expect(onSite.text).not.toBe('ok');
       const on = await siteFetch(`http://${host}:${port()}/docs/page.html`);
       expect(on.status).toBe(200);
       expect(on.text).toBe('page');

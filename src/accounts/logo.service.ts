@@ -8,6 +8,7 @@ import { recordActivity } from '../activity/activity.service.ts';
 import { queueBuild } from '../sites/publish.service.ts';
 import { sitesChanged } from '../sites/changes.ts';
 import { assertMemberAdmin } from './members.service.ts';
+import { assertAccountMutable } from '../auth/access.ts';
 
 // Account logos: the branding published auto-index sites show as {{account_logo}}.
 //
@@ -84,9 +85,16 @@ export async function refreshBranding(deps: AppDeps, trx: Kysely<DB>, accountId:
   return live.length;
 }
 
+/** Suspended and read-only accounts keep their branding as it is (the rule of every other change). */
+async function assertBrandingMutable(deps: AppDeps, accountId: string): Promise<void> {
+  const account = await deps.db.selectFrom('accounts').select(['id', 'suspended_at', 'status']).where('id', '=', accountId).executeTakeFirstOrThrow();
+  assertAccountMutable(account);
+}
+
 /** Stores the image as the account's logo (owners, administrators, the owner of its agency). */
 export async function setAccountLogo(deps: AppDeps, actor: Actor & { userId: string }, accountId: string, bytes: Buffer): Promise<SniffedLogo> {
   await assertMemberAdmin(deps.db, accountId, actor.userId);
+  await assertBrandingMutable(deps, accountId);
   const logo = sniffLogo(bytes);
   const stored = await deps.blobs.putBuffer(bytes);
   const now = deps.now();
@@ -103,6 +111,7 @@ export async function setAccountLogo(deps: AppDeps, actor: Actor & { userId: str
 /** Removes the logo: published listings show the account's initial again. */
 export async function removeAccountLogo(deps: AppDeps, actor: Actor & { userId: string }, accountId: string): Promise<void> {
   await assertMemberAdmin(deps.db, accountId, actor.userId);
+  await assertBrandingMutable(deps, accountId);
   const now = deps.now();
   await deps.db.transaction().execute(async (trx) => {
     // The old blob is left to the blob collector, which takes it once nothing names it.

@@ -121,11 +121,16 @@ export function toAccess(cred: Credential, account: AccountsTable, role: Members
 
 /** Refuses changes to suspended and read-only accounts. Call before every mutation. */
 export function assertMutable(access: AccountAccess): void {
-  if (access.account.suspended_at) {
-    throw new AppError('ACCOUNT_SUSPENDED', undefined, { account_id: access.account.id });
+  assertAccountMutable(access.account);
+}
+
+/** The same rule for an account row reached without a credential's access (a person's dashboard action). */
+export function assertAccountMutable(account: { id: string; suspended_at: string | null; status: string }): void {
+  if (account.suspended_at) {
+    throw new AppError('ACCOUNT_SUSPENDED', undefined, { account_id: account.id });
   }
-  if (access.account.status === 'read_only') {
-    throw new AppError('ACCOUNT_READ_ONLY', undefined, { account_id: access.account.id, read_only: true }, { read_only: true });
+  if (account.status === 'read_only') {
+    throw new AppError('ACCOUNT_READ_ONLY', undefined, { account_id: account.id, read_only: true }, { read_only: true });
   }
 }
 

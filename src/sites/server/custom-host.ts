@@ -27,8 +27,9 @@ export function canonicalLocation(deps: AppDeps, key: string, canonicalHost: str
 /** Caddy's on-demand TLS "ask" endpoint on the sites server (docs/sites.md): 200 only for verified domains. */
 export const TLS_ASK_PATH = '/.well-known/cubby/tls-allowed';
 
-export async function tlsAllowed(deps: AppDeps, url: string): Promise<boolean> {
+/** The hostname an "ask" request names, normalised; null when missing or not a hostname. */
+export function askedDomain(url: string): string | null {
   const domain = new URLSearchParams(url.slice(url.indexOf('?') + 1)).get('domain')?.toLowerCase().replace(/\.$/, '');
-  if (!domain || domain.length > 253) return false;
-  return (await deps.db.selectFrom('site_domains').select('id').where('verified_key', '=', domain).executeTakeFirst()) !== undefined;
+  if (!domain || domain.length > 253 || !domain.includes('.')) return null;
+  return domain;
 }

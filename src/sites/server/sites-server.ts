@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +10,7 @@ import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } fro
 import { emailPage, noSitePage, notFoundPage, passwordPage, unknownHostPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
 import { startSiteAnalytics, type SiteAnalytics } from '../analytics/recorder.ts';
-import { ACME_PREFIX, TLS_ASK_PATH, acmeChallengeAnswer, canonicalLocation, tlsAllowed } from './custom-host.ts';
+import { ACME_PREFIX, TLS_ASK_PATH, acmeChallengeAnswer, askedDomain, canonicalLocation } from './custom-host.ts';
 import { createTlsSitesServer } from './tls.ts';
 
 // The sites server: published websites on their own origin (never the dashboard's, so a site's
@@ -89,8 +90,11 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       const answer = await acmeChallengeAnswer(deps, key, req.url.slice(ACME_PREFIX.length));
       return answer ? sendText(res, null, 200, answer, 'text/plain') : sendText(res, null, 404, 'Not found', 'text/plain; charset=utf-8');
     }
-    if (req.url?.startsWith(`${TLS_ASK_PATH}?`)) {
-      const ok = await tlsAllowed(deps, req.url);
+    // Asked on the sites server's own address only (not on a site's host), and answered as the site
+    // lookup would: a verified domain of a live site (not suspended, archived or unpublished).
+    if (req.url?.startsWith(`${TLS_ASK_PATH}?`) && (key === null || isIP(key) !== 0 || key === deps.config.sitesHost?.replace(/:\d+$/, ''))) {
+      const domain = askedDomain(req.url);
+      const ok = domain !== null && (await cache.resolve(domain)) !== null;
       return sendText(res, null, ok ? 200 : 404, ok ? 'ok' : 'not a verified domain', 'text/plain; charset=utf-8');
     }
     let site = key ? cache.peek(key) : null;
