@@ -188,7 +188,7 @@ async function postgresSnapshot(url: string, schema: string, target: string): Pr
 /** Copies every blob the snapshot lists into `dir` (fs store layout), checking each one's SHA-256. */
 async function copyBlobs(store: BlobStore, snapshot: Snapshot, dir: string): Promise<{ count: number; bytes: number }> {
   await fsp.mkdir(dir, { mode: 0o700 });
-  const made = new Set<string>();
+  const made = new Map<string, Promise<void>>();
   let count = 0;
   let bytes = 0;
   const copyOne = async (sha256: string) => {
@@ -202,10 +202,14 @@ async function copyBlobs(store: BlobStore, snapshot: Snapshot, dir: string): Pro
       throw new BackupError('BACKUP_FAILED', `blob ${sha256} is in use in the snapshot but missing from the blob store (removed while the backup ran?); run the backup again`);
     }
     const aa = path.join(dir, sha256.slice(0, 2));
-    if (!made.has(aa)) {
-      made.add(aa);
-      await fsp.mkdir(aa, { recursive: true, mode: 0o700 });
+    // The directory's creation is shared: copies run in parallel, and two blobs with the same
+    // prefix must both wait for it (not only the first one asking).
+    let ready = made.get(aa);
+    if (!ready) {
+      ready = fsp.mkdir(aa, { recursive: true, mode: 0o700 }).then(() => undefined);
+      made.set(aa, ready);
     }
+    await ready;
     try {
       const stored = await spoolToFile(body, { sha256Hex: sha256 }, path.join(aa, sha256), { fsync: true });
       count++;
@@ -217,7 +221,7 @@ async function copyBlobs(store: BlobStore, snapshot: Snapshot, dir: string): Pro
   for await (const page of snapshot.blobPages()) {
     for (let i = 0; i < page.length; i += COPIES) await Promise.all(page.slice(i, i + COPIES).map(copyOne));
   }
-  for (const aa of made) await syncDir(aa);
+  for (const aa of made.keys()) await syncDir(aa);
   await syncDir(dir);
   return { count, bytes };
 }
