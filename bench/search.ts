@@ -120,7 +120,6 @@ async function main() {
       seeded.seed = await seedCorpus(deps, account, boxes);
       if (kept) fs.writeFileSync(metaFile, JSON.stringify(seeded));
     }
-    const index = searchIndex(deps);
     const { seedEmailsS, seedFilesS, indexSize } = seeded.seed!;
 
 

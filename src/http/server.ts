@@ -9,7 +9,6 @@ import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
 import { clientVersionHeaders, sendError, surfaceOf } from './render-error.ts';
 import { KeyRateLimiter } from './rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
-import { CLIENT_VERSION } from '../version.ts';
 import { OPENAPI_INFO, surfaceDocument } from './openapi.ts';
 import { registerApiDocs } from './api-docs.ts';
 import type { ViolationSink } from './contract-check.ts';

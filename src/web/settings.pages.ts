@@ -7,7 +7,7 @@ import { rotateAddress } from '../addresses/rotate.service.ts';
 import { addAlias, deleteAlias } from '../addresses/aliases.service.ts';
 import { updateAllowlist } from '../addresses/allowlist.service.ts';
 import { deleteWebhook, getWebhook, listDeliveries, putWebhook, sendTestEvent } from '../webhooks/webhooks.service.ts';
-import { formatTime, html, layout, sendPage, type Html } from './html.ts';
+import { formatTime, html, layout, sendPage } from './html.ts';
 import { csrfInput, formField, type FormBody } from './forms.ts';
 import { mayChange, openMailbox, type OpenedMailbox } from './person-ctx.ts';
 import { csrfToken, toSignIn, type WebSession } from './session.ts';

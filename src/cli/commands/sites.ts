@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { CubbyError, type Publication } from '../../../packages/sdk/src/node.ts';
+import { type Publication } from '../../../packages/sdk/src/node.ts';
 import { walkDirectory } from '../../../packages/sdk/src/node.ts';
 import { action, type Ctx } from './context.ts';
 import { CliError, EXIT, notFound, usage } from './output.ts';

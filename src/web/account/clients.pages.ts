@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { AppDeps } from '../../context.ts';
 import type { DB } from '../../db/schema.ts';
-import { AppError, invalidArgument } from '../../errors.ts';
+import { invalidArgument } from '../../errors.ts';
 import { createClientAccount, MAX_ACCOUNT_NAME, MAX_CLIENT_NAME } from '../../accounts/accounts.service.ts';
 import { assertMemberAdmin } from '../../accounts/members.service.ts';
 import { recordActivity } from '../../activity/activity.service.ts';
