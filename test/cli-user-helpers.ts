@@ -24,8 +24,17 @@ export function cliEnv(extra: Record<string, string> = {}): Record<string, strin
 /** Starts `cubby ARGS`, or with `bin` another program (e.g. script(1) for a terminal) with ARGS as they are. */
 export function startCli(args: string[], env: Record<string, string>, opts: { cwd?: string; bin?: string } = {}): ChildProcess {
   const [cmd, argv] = opts.bin ? [opts.bin, args] : [process.execPath, [path.join(ROOT, 'bin/cubby.js'), ...args]];
-  return spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  // Everything printed from the start, so that a wait begun late still sees output that came early
+  // (a line can arrive while the test is still awaiting the action that caused it).
+  const printed = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (d) => (printed.stdout += d));
+  child.stderr!.on('data', (d) => (printed.stderr += d));
+  printedBy.set(child, printed);
+  return child;
 }
+
+const printedBy = new WeakMap<ChildProcess, { stdout: string; stderr: string }>();
 
 export function finished(child: ChildProcess, input?: string | Buffer): Promise<CliRun> {
   let stdout = '';
@@ -51,19 +60,26 @@ export function cli(args: string[], env: Record<string, string>, opts: { input?:
   return finished(startCli(args, env, opts), opts.input);
 }
 
-/** Resolves with the child's output so far once `pred` matches it (stdout or stderr). */
+/** Resolves with all the child has printed (stdout or stderr) since it started, once `pred` matches it. */
 export function waitForOutput(child: ChildProcess, pred: (text: string) => boolean, which: 'stdout' | 'stderr' = 'stdout'): Promise<string> {
-  let seen = '';
+  const printed = printedBy.get(child);
+  if (!printed) throw new Error('waitForOutput needs a child started with startCli');
   return new Promise((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      seen += d.toString();
-      if (pred(seen)) {
-        child[which]!.off('data', onData);
-        resolve(seen);
-      }
+    const check = () => {
+      if (!pred(printed[which])) return false;
+      child[which]!.off('data', onData);
+      child.off('close', onClose);
+      resolve(printed[which]);
+      return true;
     };
+    // Runs after startCli's own listener (added first), so `printed` already holds this chunk.
+    const onData = () => void check();
+    const onClose = () => {
+      if (!check()) reject(new Error(`exited before the expected output; got: ${printed[which]}`));
+    };
+    if (check()) return;
     child[which]!.on('data', onData);
-    child.once('close', () => reject(new Error(`exited before the expected output; got: ${seen}`)));
+    child.once('close', onClose);
   });
 }
 
