@@ -127,6 +127,11 @@ function openSqlite(file: string, durable: DurableOptions): Database {
   database.pragma('synchronous = FULL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
+  // Temporary tables and indexes (ORDER BY sorters, the rowid lists of an UPDATE … WHERE id IN
+  // (SELECT …)) in memory: with the default, each statement that needs one sets up and tears down a
+  // temporary database, ~0.9 ms for an UPDATE that changes nothing (the job claim, many times a
+  // second). Ours are small: bounded by LIMITs and batch sizes.
+  database.pragma('temp_store = MEMORY');
   // Checkpoints run on a thread of their own (src/db/checkpointer.ts), not inside our commits.
   const checkpointer = file === ':memory:' ? null : startCheckpointer(path.resolve(file), {
     driver: createRequire(import.meta.url).resolve('better-sqlite3'),

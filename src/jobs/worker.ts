@@ -55,6 +55,12 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Idle poll interval: wake-ups make most work start sooner. */
   pollMs?: number;
+  /**
+   * Runs the job table's bookkeeping (claims, completions, failures) without waiting for the disk
+   * (DurableCommits.relaxed): a claim or completion lost to a power loss only makes the job run
+   * again. Default: as is.
+   */
+  relaxed?: <T>(work: (db: Kysely<DB>) => Promise<T>) => Promise<T>;
 }
 
 /**
@@ -81,6 +87,10 @@ export class Worker {
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: WorkerOptions) {}
+
+  private relaxed<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.opts.relaxed ? this.opts.relaxed(work) : work(this.opts.db);
+  }
 
   register(task: string, def: TaskDefinition): void {
     this.tasks.set(task, def);
@@ -197,11 +207,11 @@ export class Worker {
         // its queued jobs (a retry and a new run) could be taken by one claim and run together.
         for (const [task, leaseMs] of exclusive) {
           if (jobs.length >= free) break;
-          jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, [task], this.opts.now(), leaseMs, 1)));
+          jobs.push(...(await this.relaxed((db) => claimJobs(db, this.opts.dialect, this.id, [task], this.opts.now(), leaseMs, 1))));
         }
         for (const [leaseMs, tasks] of byLease) {
           if (jobs.length >= free) break;
-          jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, tasks, this.opts.now(), leaseMs, free - jobs.length)));
+          jobs.push(...(await this.relaxed((db) => claimJobs(db, this.opts.dialect, this.id, tasks, this.opts.now(), leaseMs, free - jobs.length))));
         }
         for (const job of jobs) void this.run(job);
         if (jobs.length === free) this.pumpAgain = true;
@@ -224,7 +234,7 @@ export class Worker {
     let outcome: 'done' | 'retry' | 'failed' = 'done';
     try {
       await def.handler(JSON.parse(job.payload), job);
-      await completeJob(this.opts.db, job, this.id, this.opts.now());
+      await this.relaxed((db) => completeJob(db, job, this.id, this.opts.now()));
     } catch (err) {
       const e = err as Error;
       const now = this.opts.now();
@@ -232,7 +242,7 @@ export class Worker {
       if (err instanceof RetryJobAt) retryAt = err.at;
       else if (!(err instanceof PermanentJobError) && job.attempts < job.max_attempts) retryAt = new Date(now.getTime() + (def.backoffMs ?? defaultBackoff)(job.attempts));
       if (err instanceof RetryJobAt && job.attempts >= job.max_attempts) retryAt = null;
-      await failJob(this.opts.db, job, this.id, now, `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, retryAt).catch((failErr) =>
+      await this.relaxed((db) => failJob(db, job, this.id, now, `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, retryAt)).catch((failErr) =>
         this.opts.log.error({ err: failErr }, 'recording a job failure failed'),
       );
       outcome = retryAt === null ? 'failed' : 'retry';

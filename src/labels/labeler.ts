@@ -177,13 +177,15 @@ export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailI
     // One update per category (a handful), not one per email.
     const byCategory = new Map<(typeof labels)[number]['category'], string[]>();
     for (const l of labels) byCategory.set(l.category, [...(byCategory.get(l.category) ?? []), l.id]);
-    await deps.db.transaction().execute(async (trx) => {
+    // Not synced before the job completes (DurableCommits.relaxed): the completion comes later in
+    // the WAL, so a power loss that loses these labels loses the completion too, and the job runs again.
+    await deps.commits.relaxed((db) => db.transaction().execute(async (trx) => {
       for (const [category, ids] of byCategory) {
         for (let i = 0; i < ids.length; i += 500) {
           await trx.updateTable('emails').set({ label: category, labeling: 'done', labeled_at: now }).where('id', 'in', ids.slice(i, i + 500)).where('labeling', '=', 'pending').execute();
         }
       }
-    });
+    }));
   }
   if (firstError) throw firstError;
 }
