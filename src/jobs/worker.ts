@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { DB, JobsTable } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { randomToken } from '../ids.ts';
-import { claimJobs, completeJob, enqueue, failJob, JOBS_CHANNEL, releaseJobs } from './queue.ts';
+import { claimJobs, completeJob, dueTasks, enqueue, failJob, JOBS_CHANNEL, releaseJobs } from './queue.ts';
 import type { Metrics } from '../ops/metrics.ts';
 
 /** Thrown by a handler when retrying cannot help: the job fails at once. */
@@ -31,7 +31,20 @@ export interface TaskDefinition {
   leaseMs?: number;
   /** At most one job of this task runs at a time in this worker (sweeps that handle "everything pending"). */
   exclusive?: boolean;
+  /**
+   * With `exclusive`: the next job of this task starts at least this long after the previous one
+   * ended, so that a sweep queued again and again by a stream of changes (labeling, behind every
+   * group commit of received mail) handles them in batches instead of one run per change.
+   */
+  minIntervalMs?: number;
 }
+
+/**
+ * Wake-ups (an enqueue, a NOTIFY, a finished job) within this long share one look for work: a
+ * burst of received mail (a group commit every few ms, each queueing labeling) costs a few claims
+ * a second instead of one per commit, for at most this much more wait.
+ */
+const WAKE_DELAY_MS = 10;
 
 export interface RecurringTask {
   task: string;
@@ -76,8 +89,10 @@ export class Worker {
   private running = 0;
   private readonly runningJobs = new Map<string, JobsTable>();
   private runningByTask = new Map<string, number>();
+  private lastEnded = new Map<string, number>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
   private recurringTimer: NodeJS.Timeout | undefined;
   private listener: pg.Client | undefined;
   private pumping = false;
@@ -124,6 +139,7 @@ export class Worker {
   async stop(opts: { graceMs?: number } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.timer = undefined;
     clearInterval(this.recurringTimer);
     await this.listener?.end().catch(() => undefined);
     await this.pumpDone;
@@ -147,9 +163,9 @@ export class Worker {
     this.opts.log.warn?.({ jobs: jobs.length, released }, 'shutdown grace ran out: running jobs gave their lease back');
   }
 
-  /** Look for work now (after a commit that enqueued some, or a NOTIFY). */
+  /** Look for work soon (after a commit that enqueued some, or a NOTIFY): within WAKE_DELAY_MS. */
   wake(): void {
-    if (!this.stopped) this.schedule(0);
+    if (!this.stopped) this.schedule(WAKE_DELAY_MS);
   }
 
   /** Resolves when no job is running and none is due: for tests and orderly shutdown. */
@@ -171,9 +187,16 @@ export class Worker {
     }
   }
 
+  /** Pumps in `ms`, unless a pump is already due sooner. */
   private schedule(ms: number) {
+    const at = performance.now() + ms;
+    if (this.timer && this.timerAt <= at) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.pump(), ms);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pump();
+    }, ms);
     this.timer.unref();
   }
 
@@ -194,10 +217,16 @@ export class Worker {
         // after its task's lease (a minute for most), not the longest lease of any task.
         const byLease = new Map<number, string[]>();
         const exclusive: [string, number][] = [];
+        // One read first: most looks find nothing due, and then no claim (a write per lease group) runs.
+        const due = await dueTasks(this.opts.db, [...this.tasks.keys()], this.opts.now());
         for (const [task, def] of this.tasks) {
+          if (!due.has(task)) continue;
           const lease = def.leaseMs ?? 60_000;
           if (def.exclusive) {
-            if (!this.runningByTask.get(task)) exclusive.push([task, lease]);
+            if (this.runningByTask.get(task)) continue;
+            const wait = (this.lastEnded.get(task) ?? -Infinity) + (def.minIntervalMs ?? 0) - performance.now();
+            if (wait > 0) this.schedule(Math.ceil(wait));
+            else exclusive.push([task, lease]);
             continue;
           }
           byLease.set(lease, [...(byLease.get(lease) ?? []), task]);
@@ -257,6 +286,7 @@ export class Worker {
       }
       this.running--;
       this.runningByTask.set(job.task, (this.runningByTask.get(job.task) ?? 1) - 1);
+      if (def.minIntervalMs) this.lastEnded.set(job.task, performance.now());
       if (this.running === 0) for (const w of this.idleWaiters.splice(0)) w();
       this.wake();
     }
