@@ -32,9 +32,9 @@ export interface TaskDefinition {
   /** At most one job of this task runs at a time in this worker (sweeps that handle "everything pending"). */
   exclusive?: boolean;
   /**
-   * With `exclusive`: the next job of this task starts at least this long after the previous one
-   * ended, so that a sweep queued again and again by a stream of changes (labeling, behind every
-   * group commit of received mail) handles them in batches instead of one run per change.
+   * With `exclusive`: a job of this task starts at least this long after this worker first saw it
+   * due and after the previous one ended, so that a sweep queued again and again by a stream of changes (labeling,
+   * behind every group commit of received mail) handles them in batches instead of one run each.
    */
   minIntervalMs?: number;
 }
@@ -90,6 +90,8 @@ export class Worker {
   private readonly runningJobs = new Map<string, JobsTable>();
   private runningByTask = new Map<string, number>();
   private lastEnded = new Map<string, number>();
+  /** When this worker first saw a job of a task with minIntervalMs due (real time, whatever `now` says). */
+  private dueSince = new Map<string, number>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = 0;
@@ -224,9 +226,15 @@ export class Worker {
           const lease = def.leaseMs ?? 60_000;
           if (def.exclusive) {
             if (this.runningByTask.get(task)) continue;
-            const wait = (this.lastEnded.get(task) ?? -Infinity) + (def.minIntervalMs ?? 0) - performance.now();
+            const interval = def.minIntervalMs ?? 0;
+            const t = performance.now();
+            if (interval && !this.dueSince.has(task)) this.dueSince.set(task, t);
+            const wait = Math.max((this.lastEnded.get(task) ?? -Infinity) + interval, (this.dueSince.get(task) ?? -Infinity) + interval) - t;
             if (wait > 0) this.schedule(Math.ceil(wait));
-            else exclusive.push([task, lease]);
+            else {
+              this.dueSince.delete(task);
+              exclusive.push([task, lease]);
+            }
             continue;
           }
           byLease.set(lease, [...(byLease.get(lease) ?? []), task]);

@@ -218,8 +218,9 @@ export function registerLabeler(worker: Worker, deps: AppDeps, provider: LabelPr
     leaseMs: 60_000,
     // One sweep at a time: two would label the same pending emails twice.
     exclusive: true,
-    // Under a stream of received mail, one sweep per 50 ms labels the messages in batches (each
-    // sweep costs a claim, two reads, an update and a completion, whatever its size).
+    // A sweep starts 50 ms after it was queued and after the previous one: under a stream of
+    // received mail it labels the messages in batches (each sweep costs a claim, two reads, an
+    // update and a completion, whatever its size).
     minIntervalMs: 50,
   });
 }
