@@ -33,8 +33,9 @@ export interface TaskDefinition {
   exclusive?: boolean;
   /**
    * With `exclusive`: a job of this task starts at least this long after this worker first saw it
-   * due and after the previous one ended, so that a sweep queued again and again by a stream of changes (labeling,
-   * behind every group commit of received mail) handles them in batches instead of one run each.
+   * due and after the previous one ended, so that a sweep queued again and again by a stream of
+   * changes (labeling, behind every group commit of received mail) handles them in batches
+   * instead of one run each.
    */
   minIntervalMs?: number;
 }
