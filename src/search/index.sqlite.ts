@@ -122,17 +122,20 @@ export class SqliteSearchIndex implements SearchIndex {
     );
   }
 
-  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]> {
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]> {
     const expr = matchExpression(contentTerms(q), false);
-    if (!expr) return [];
-    // As for emails: FTS5 drives, and only files meeting `where` are counted and ranked.
-    const from = sql`blob_text_fts cross join blob_texts t on t.doc_id = blob_text_fts.rowid
-        cross join file_versions v on v.sha256 = t.sha256
-        cross join files on files.id = v.file_id and files.current_version_id = v.id
-      where blob_text_fts match ${expr} and ${where}`;
+    if (!expr || !mailboxIds.length) return [];
+    // FTS5 drives; each match is checked against the scope on the narrow file_search_docs (one row
+    // per live file with text, keyed by the text's rowid: migration 0025), not by joining blob_texts,
+    // file_versions and files for every match. Only the ranked rows after the cursor, best first,
+    // are read from `files` and checked against `where` (scope again, withheld mail, filters), until
+    // `limit` of them pass.
+    const from = sql`blob_text_fts cross join file_search_docs s on s.text_doc_id = blob_text_fts.rowid
+      where blob_text_fts match ${expr} and s.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))`;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
-    return ranked(db, from, (cut) => sql`select files.id as file_id, bm25(blob_text_fts) as rank from ${from} ${cut(sql`blob_text_fts.rowid`)}`, (ranks) =>
-      sql`select file_id, rank, n from (${ranks}) ${key} order by rank, file_id limit ${limit}`,
+    return ranked(db, from, (cut) => sql`select s.file_id as file_id, bm25(blob_text_fts) as rank from ${from} ${cut(sql`blob_text_fts.rowid`)}`, (ranks) =>
+      sql`select c.file_id as file_id, c.rank as rank, c.n as n from (select file_id, rank, n from (${ranks}) ${key} order by rank, file_id) c
+        cross join files on files.id = c.file_id where ${where} order by c.rank, c.file_id limit ${limit}`,
     );
   }
 

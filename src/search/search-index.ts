@@ -66,12 +66,13 @@ export interface SearchIndex {
    */
   rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]>;
   /**
-   * Files whose current version's text matches the query's plain words and that meet `where` (a
-   * condition on `files`, built by the caller: scope, withheld mail, the query's filters), best first,
-   * then by id, strictly after `after`, at most `limit`: `(file_id, rank)`. On SQLite, of the files
-   * meeting `where`, the newest MAX_RANKED_MATCHES are ranked; `where` is checked before that cut.
+   * Files of `mailboxIds` (the scope, resolved by the caller) whose current version's text matches
+   * the query's plain words and that meet `where` (a condition on `files`, built by the caller: scope
+   * again, withheld mail, the query's filters), best first, then by id, strictly after `after`, at
+   * most `limit`: `(file_id, rank)`. On SQLite, of the matching files in those mailboxes, the newest
+   * MAX_RANKED_MATCHES are ranked (the mailbox list is checked before that cut, `where` after it).
    */
-  rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
+  rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }
