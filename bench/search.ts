@@ -6,11 +6,13 @@
 // at a time), with text drawn from a Zipf-distributed vocabulary. Then two-word queries of
 // mid-frequency words run in one mailbox and across all (emails and files, and emails only), on the
 // first page and at cursor depth 1,000, plus two of the most common words across all; each scenario
-// RUNS times (figures: medians over runs of each run's p50 and p99). Prints one JSON line.
+// RUNS times (figures: medians over runs of each run's p50 and p99, wall-clock and CPU time of this
+// process: on a shared machine the CPU figure moves less with the load). Prints one JSON line.
 // Env: EMAILS (20000), FILES (2000), MAILBOXES (100), QUERIES (200), RUNS (3), PDFS (20), PDF_PAGES (20),
 // BENCH_DATABASE_URL (postgres://… for Postgres, in a fresh schema), BENCH_DATA_DIR (SQLite: keep
 // the corpus there and query it again on later runs), BENCH_SCRATCH.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, createHash } from 'node:crypto';
 import pg from 'pg';
@@ -73,10 +75,14 @@ const pct = (xs: number[], p: number) => {
   return round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0, 2);
 };
 
-async function time(fn: () => Promise<unknown>): Promise<number> {
+/** Wall-clock and CPU milliseconds (this process, all threads) of one call. */
+async function time(fn: () => Promise<unknown>): Promise<{ wall: number; cpu: number }> {
+  const c = process.cpuUsage();
   const t = performance.now();
   await fn();
-  return performance.now() - t;
+  const wall = performance.now() - t;
+  const u = process.cpuUsage(c);
+  return { wall, cpu: (u.user + u.system) / 1000 };
 }
 
 async function main() {
@@ -131,11 +137,12 @@ async function main() {
     // Each scenario runs RUNS times over the same queries; the figures are the medians of the runs'
     // p50 and p99 (the machine is shared, so single runs vary).
     const run = async (label: string, queries: string[], input: (q: string) => Parameters<typeof search>[1], depth: number) => {
-      const runs: { p50_ms: number; p99_ms: number }[] = [];
+      const runs: { p50_ms: number; p99_ms: number; cpu_p50_ms: number; cpu_p99_ms: number }[] = [];
       let hits = 0;
       let timed = 0;
       for (let r = 0; r < RUNS; r++) {
         const ms: number[] = [];
+        const cpu: number[] = [];
         for (const q of queries) {
           let cursor: string | undefined;
           // Walk to the requested depth first (not timed), then time the page there.
@@ -145,14 +152,24 @@ async function main() {
             if (!cursor) break;
           }
           if (depth && !cursor) continue;
-          ms.push(await time(async () => (hits += (await search(ctx, { ...input(q), cursor })).items.length)));
+          const t = await time(async () => (hits += (await search(ctx, { ...input(q), cursor })).items.length));
+          ms.push(t.wall);
+          cpu.push(t.cpu);
         }
         timed += ms.length;
-        runs.push({ p50_ms: pct(ms, 50), p99_ms: pct(ms, 99) });
-        log(`${label} run ${r + 1}: ${ms.length} queries, p50 ${pct(ms, 50)} ms, p99 ${pct(ms, 99)} ms`);
+        runs.push({ p50_ms: pct(ms, 50), p99_ms: pct(ms, 99), cpu_p50_ms: pct(cpu, 50), cpu_p99_ms: pct(cpu, 99) });
+        log(`${label} run ${r + 1}: ${ms.length} queries, p50 ${pct(ms, 50)} ms, p99 ${pct(ms, 99)} ms (CPU p50 ${pct(cpu, 50)} ms, p99 ${pct(cpu, 99)} ms; load ${os.loadavg()[0]!.toFixed(1)})`);
       }
       const med = (xs: number[]) => pct(xs, 50);
-      return { queries: timed / RUNS, p50_ms: med(runs.map((x) => x.p50_ms)), p99_ms: med(runs.map((x) => x.p99_ms)), runs, mean_hits: round(hits / Math.max(1, timed), 1) };
+      return {
+        queries: timed / RUNS,
+        p50_ms: med(runs.map((x) => x.p50_ms)),
+        p99_ms: med(runs.map((x) => x.p99_ms)),
+        cpu_p50_ms: med(runs.map((x) => x.cpu_p50_ms)),
+        cpu_p99_ms: med(runs.map((x) => x.cpu_p99_ms)),
+        runs,
+        mean_hits: round(hits / Math.max(1, timed), 1),
+      };
     };
     const one = (q: string) => ({ q, mailboxId: boxes[0], kind: 'email' as const, limit: 20 });
     const all = (q: string) => ({ q, limit: 20 });
@@ -190,6 +207,7 @@ async function main() {
       index_bytes_per_document: round(indexSize / (EMAILS + FILES), 0),
       ...results,
       pdf_pages_per_s: round(pages / pdfSeconds, 1),
+      load_avg: os.loadavg().map((x) => round(x, 1)),
       goal: GOAL,
     };
     process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -3,6 +3,7 @@ import { describeEachDatabase, type TestApp } from './harness.ts';
 import { inbox, receive } from './emails-helpers.ts';
 import { labelNow } from './smtp-helpers.ts';
 import { makePdf } from './search-documents.ts';
+import { newMailbox, uploadFile } from './files-helpers.ts';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 // Search over the API: a word that appears only inside a PDF attached to an email, sent over SMTP,
@@ -91,6 +92,45 @@ describeEachDatabase('search API', (app) => {
     expect(byName.body.data.results.map((x: any) => x.kind).sort()).toEqual(['email', 'file']);
     const list = await app().request('GET', `/v1/mailboxes/${box.id}/emails`, { key: user.key, query: { q: `${secret} has:attachment`, limit: 1 } });
     expect(list.body.data.emails.map((e: any) => e.id)).toEqual([sent[1]]);
+  });
+
+  it("follows a file's current version, deletion and restore, and never shows another account's copy of the same text", async () => {
+    const owner = await app().user();
+    const stranger = await app().user();
+    const mine = await newMailbox(app(), owner.key);
+    const theirs = await newMailbox(app(), stranger.key);
+    const w1 = word();
+    const w2 = word();
+    const files = async (key: string, q: string) => {
+      const r = await app().request('GET', '/v1/search', { key, query: { q, kind: 'file' } });
+      expect(r.status, r.text).toBe(200);
+      return r.body.data.results.map((x: any) => `${x.mailbox_id}:${x.file.path}`);
+    };
+    // The same content in both accounts: its text is extracted and indexed once, for both files.
+    const first = await uploadFile(app(), owner.key, mine.id, 'docs/a.txt', `alpha ${w1}`);
+    expect(first.status, first.text).toBe(201);
+    await settle(app());
+    expect((await uploadFile(app(), stranger.key, theirs.id, 'shared/b.txt', `alpha ${w1}`)).status).toBe(201);
+    await settle(app());
+    expect(await files(owner.key, w1)).toEqual([`${mine.id}:docs/a.txt`]);
+    expect(await files(stranger.key, w1)).toEqual([`${theirs.id}:shared/b.txt`]);
+    // A new version: the old text no longer finds the file, the new one does.
+    expect((await uploadFile(app(), owner.key, mine.id, 'docs/a.txt', `beta ${w2}`)).status).toBe(200);
+    await settle(app());
+    expect(await files(owner.key, w1)).toEqual([]);
+    expect(await files(owner.key, w2)).toEqual([`${mine.id}:docs/a.txt`]);
+    expect(await files(stranger.key, w1)).toEqual([`${theirs.id}:shared/b.txt`]);
+    // Restoring the first version (its text is known already, no extraction runs).
+    const fileId = first.body.data.file.id;
+    const restored = await app().request('POST', `/v1/mailboxes/${mine.id}/files/${fileId}/versions/${first.body.data.version.id}/restore`, { key: owner.key, body: {} });
+    expect(restored.status, restored.text).toBe(200);
+    expect(await files(owner.key, w1)).toEqual([`${mine.id}:docs/a.txt`]);
+    expect(await files(owner.key, w2)).toEqual([]);
+    // Deleted: gone for the owner, still there for the stranger's copy.
+    const del = await app().request('DELETE', `/v1/mailboxes/${mine.id}/files/${fileId}`, { key: owner.key });
+    expect(del.status, del.text).toBe(200);
+    expect(await files(owner.key, w1)).toEqual([]);
+    expect(await files(stranger.key, w1)).toEqual([`${theirs.id}:shared/b.txt`]);
   });
 
   it('keeps other accounts out of results', async () => {

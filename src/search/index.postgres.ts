@@ -122,9 +122,9 @@ export class PostgresSearchIndex implements SearchIndex {
 
   // Files are ranked without the newest-first cut here: the text is shared by content, so the scope
   // lives on `files` (see docs/search.md).
-  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number) {
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number) {
     const c = this.conditions(contentTerms(q), false);
-    if (!c) return [];
+    if (!c || !mailboxIds.length) return [];
     const key = after ? sql` and (m.rank > ${after[0]} or (m.rank = ${after[0]} and files.id > ${after[1]}))` : sql``;
     // MATERIALIZED: the match is computed once. As a subquery the planner may misjudge it as one
     // row and run it again for every file version (a nested loop that took minutes in the benchmark).
@@ -132,7 +132,7 @@ export class PostgresSearchIndex implements SearchIndex {
       select files.id as file_id, m.rank as rank from m
         join file_versions v on v.sha256 = m.sha256
         join files on files.id = v.file_id and files.current_version_id = v.id
-      where ${where}${key}
+      where files.mailbox_id = any(${mailboxIds}::text[]) and ${where}${key}
       order by m.rank, files.id limit ${limit}`.execute(db);
     return r.rows;
   }

@@ -45,17 +45,24 @@ function narrowed(expr: string, mailboxIds?: string[] | null): string {
 type Cut = (rowid: RawBuilder<unknown>) => RawBuilder<unknown>;
 
 /**
- * Runs a ranked page over a match (`from … where …`), ranking at most MAX_RANKED_MATCHES rows. The
- * match is first walked forward (FTS5 seeks through its doclists forwards, skipping most of an AND;
- * backwards it reads each doclist whole), ranking up to one row over the cap and counting them; only
- * a match over the cap is walked again newest-first. `select(cut)` ranks the rows, `page(ranks)`
- * takes the page from them (`n`: how many were ranked).
+ * Runs a ranked page over a match (`from … where …`), ranking at most MAX_RANKED_MATCHES rows, the
+ * newest. `select(cut)` ranks the rows, `page(ranks)` takes the page from them.
+ *
+ * When MATCH itself is narrowed to the scope (`narrowed`), the match is first walked forward (FTS5
+ * seeks through its doclists forwards, skipping most of an AND; backwards it reads each doclist
+ * whole), ranking up to one row over the cap and counting them; only a match over the cap is walked
+ * again newest-first. Otherwise every match is checked against the scope on a docs table, so a
+ * forward walk skips nothing: one walk newest-first, stopped at the cap, ranks the same rows as the
+ * two walks would (a match over the cap was walked, checked and ranked twice: the forward walk's
+ * 20,001 rows were thrown away).
  */
-async function ranked<R>(db: Kysely<DB>, from: RawBuilder<unknown>, select: (cut: Cut) => RawBuilder<unknown>, page: (ranks: RawBuilder<unknown>) => RawBuilder<unknown>): Promise<R[]> {
+async function ranked<R>(db: Kysely<DB>, from: RawBuilder<unknown>, select: (cut: Cut) => RawBuilder<unknown>, page: (ranks: RawBuilder<unknown>) => RawBuilder<unknown>, narrowed: boolean): Promise<R[]> {
+  const newest = () => sql<R & { n: number }>`${page(sql`select *, 0 as n from (${select((rowid) => sql`order by ${rowid} desc limit ${MAX_RANKED_MATCHES}`)})`)}`.execute(db);
+  if (!narrowed) return (await newest()).rows.map(({ n: _n, ...r }) => r as unknown as R);
   const forward = await sql<R & { n: number }>`${page(sql`select *, count(*) over () as n from (${select(() => sql`limit ${MAX_RANKED_MATCHES + 1}`)})`)}`.execute(db);
   // No row after the cursor says nothing of the count: ask it.
   const n = forward.rows.length ? Number(forward.rows[0]!.n) : Number((await sql<{ n: number }>`select count(*) as n from (select 1 from ${from} limit ${MAX_RANKED_MATCHES + 1})`.execute(db)).rows[0]!.n);
-  const rows = n <= MAX_RANKED_MATCHES ? forward.rows : (await sql<R & { n: number }>`${page(sql`select *, 0 as n from (${select((rowid) => sql`order by ${rowid} desc limit ${MAX_RANKED_MATCHES}`)})`)}`.execute(db)).rows;
+  const rows = n <= MAX_RANKED_MATCHES ? forward.rows : (await newest()).rows;
   return rows.map(({ n: _n, ...r }) => r as unknown as R);
 }
 
@@ -119,20 +126,28 @@ export class SqliteSearchIndex implements SearchIndex {
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and email_id > ${after[1]})` : sql``;
     return ranked(db, from, (cut) => sql`select d.email_id as email_id, ${BM25} as rank from ${from} ${cut(sql`email_fts.rowid`)}`, (ranks) =>
       sql`select email_id, rank, n from (${ranks}) ${key} order by rank, email_id limit ${limit}`,
+      mailboxIds.length <= MAX_MATCH_MAILBOXES,
     );
   }
 
-  async rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]> {
+  async rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]> {
     const expr = matchExpression(contentTerms(q), false);
-    if (!expr) return [];
-    // As for emails: FTS5 drives, and only files meeting `where` are counted and ranked.
-    const from = sql`blob_text_fts cross join blob_texts t on t.doc_id = blob_text_fts.rowid
-        cross join file_versions v on v.sha256 = t.sha256
-        cross join files on files.id = v.file_id and files.current_version_id = v.id
-      where blob_text_fts match ${expr} and ${where}`;
+    if (!expr || !mailboxIds.length) return [];
+    // FTS5 drives; each match is checked against the scope on the narrow file_search_docs (one row
+    // per live file with text, keyed by the text's rowid: migration 0025), not by joining blob_texts,
+    // file_versions and files for every match. Only the ranked rows after the cursor, best first,
+    // are read from `files` and checked against `where` (scope again, withheld mail, filters), until
+    // `limit` of them pass.
+    const from = sql`blob_text_fts cross join file_search_docs s on s.text_doc_id = blob_text_fts.rowid
+      where blob_text_fts match ${expr} and s.mailbox_id in (select value from json_each(${JSON.stringify(mailboxIds)}))`;
     const key = after ? sql`where rank > ${after[0]} or (rank = ${after[0]} and file_id > ${after[1]})` : sql``;
-    return ranked(db, from, (cut) => sql`select files.id as file_id, bm25(blob_text_fts) as rank from ${from} ${cut(sql`blob_text_fts.rowid`)}`, (ranks) =>
-      sql`select file_id, rank, n from (${ranks}) ${key} order by rank, file_id limit ${limit}`,
+    return ranked(db, from, (cut) => sql`select s.file_id as file_id, bm25(blob_text_fts) as rank from ${from} ${cut(sql`blob_text_fts.rowid`)}`, (ranks) =>
+      // `limit -1` keeps the ordered candidates a subquery of their own, so SQLite reads them in
+      // order and stops at `limit` passing files (flattened, it joined every candidate to `files`
+      // and sorted afterwards).
+      sql`select c.file_id as file_id, c.rank as rank, c.n as n from (select file_id, rank, n from (${ranks}) ${key} order by rank, file_id limit -1) c
+        cross join files on files.id = c.file_id where ${where} order by c.rank, c.file_id limit ${limit}`,
+      false,
     );
   }
 

@@ -40,9 +40,12 @@ export interface TextRow {
  * id on Postgres, both close to arrival order). A word in nearly every email of a large mailbox
  * would otherwise cost a rank computation per email on every page; past this many, recent mail is
  * what a person looking for it most likely means. Narrow the query (more words, `from:`, dates) to
- * reach older mail.
+ * reach older mail. Emails and files are cut apart (a search of both ranks up to twice this many).
+ * 10,000 since migration 0025 (was 20,000): on SQLite `bm25` costs 2–4 µs per ranked match (a
+ * docsize look-up and the match's positions), and a search across a 1,000,000-email account with
+ * files ranked up to 40,000 matches per page, which kept its p99 over 150 ms (docs/search.md).
  */
-export const MAX_RANKED_MATCHES = 20_000;
+export const MAX_RANKED_MATCHES = 10_000;
 
 /** A keyset position in a ranked list: (rank, id); lower ranks are better. */
 export type RankKey = [number, string];
@@ -66,12 +69,13 @@ export interface SearchIndex {
    */
   rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]>;
   /**
-   * Files whose current version's text matches the query's plain words and that meet `where` (a
-   * condition on `files`, built by the caller: scope, withheld mail, the query's filters), best first,
-   * then by id, strictly after `after`, at most `limit`: `(file_id, rank)`. On SQLite, of the files
-   * meeting `where`, the newest MAX_RANKED_MATCHES are ranked; `where` is checked before that cut.
+   * Files of `mailboxIds` (the scope, resolved by the caller) whose current version's text matches
+   * the query's plain words and that meet `where` (a condition on `files`, built by the caller: scope
+   * again, withheld mail, the query's filters), best first, then by id, strictly after `after`, at
+   * most `limit`: `(file_id, rank)`. On SQLite, of the matching files in those mailboxes, the newest
+   * MAX_RANKED_MATCHES are ranked (the mailbox list is checked before that cut, `where` after it).
    */
-  rankedFiles(db: Kysely<DB>, q: SearchQuery, where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
+  rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }

@@ -193,7 +193,7 @@ async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: K
   const hit = (file: FilesTable, rank: number): SearchHit => ({ kind: 'file', id: file.id, mailboxId: file.mailbox_id, rank, snippet: null, file });
   if (contentTerms(q).some((t) => !t.negated)) {
     // Ranked on the index's side; the wide rows are read for this page only.
-    const ranked = await searchIndex(ctx).rankedFiles(ctx.db, q, where, key, limit + 1);
+    const ranked = await searchIndex(ctx).rankedFiles(ctx.db, q, await scopeMailboxIds(ctx, scope), where, key, limit + 1);
     if (!ranked.length) return [];
     const rows = new Map((await ctx.db.selectFrom('files').selectAll().where('id', 'in', ranked.map((r) => r.file_id)).execute()).map((f) => [f.id, f as FilesTable]));
     return ranked.filter((r) => rows.has(r.file_id)).map((r) => hit(rows.get(r.file_id)!, Number(r.rank)));
