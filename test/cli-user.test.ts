@@ -132,7 +132,7 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
   });
 
   it('files: cp up and down (files and folders), ls, cat, append, versions, restore, mv, rm; .. is refused', async () => {
-    const box = await newBox('CLI Files');
+    await newBox('CLI Files');
     const note = write('up/note.txt', 'first\n');
     write('up/folder/a.txt', 'A');
     write('up/folder/sub/b.txt', 'B');

@@ -22,7 +22,6 @@ for (const kind of DATABASES) {
     let user: TestUser;
     let cert: TestCert;
     const logs = new LogCollector();
-    const receiver = () => hooks;
     let hooks: Receiver;
 
     beforeAll(async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { inbox, receive } from './emails-helpers.ts';
 import { labelNow } from './smtp-helpers.ts';
