@@ -13,11 +13,13 @@
 //    `asset` (GET /10k.bin: what bench:sites serves), `asset100k` (GET /100k.bin) and `page`
 //    (GET /index.html with a browser user agent and an outside Referer: a page view; 50 distinct
 //    client addresses via X-Forwarded-For so visitors are hashed and counted).
-//    Each window is dumped on its own (`callgrind_control -d`); Ir of the dump / N is the figure.
+//    Each window is dumped on its own (`callgrind_control -d`); Ir of the dump / N is the figure,
+//    REPEAT windows per kind (a major GC falls into some windows only: mean, median and range).
 //
 // One JSON line on stdout; the callgrind files stay in the run dir with KEEP_RUN_DIR=1
 // (`callgrind_annotate FILE` shows where the instructions went). Env: N (default 2000), WARMUP
-// (default 4000), SITE_ANALYTICS=off, KINDS (default asset,asset100k,page).
+// (default 4000), REPEAT (measured windows per kind, default 5), SITE_ANALYTICS=off, KINDS (default
+// asset,asset100k,page).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -31,6 +33,7 @@ import { publishSite } from './site-publish.ts';
 
 const N = Number(process.env.N ?? 2000);
 const WARMUP = Number(process.env.WARMUP ?? 4000);
+const REPEAT = Number(process.env.REPEAT ?? 5);
 const KINDS = (process.env.KINDS ?? 'asset,asset100k,page').split(',');
 const BIN = fileURLToPath(new URL('../bin/cubby.js', import.meta.url));
 const mode = process.env.SITE_ANALYTICS === 'off' ? 'off' : 'on';
@@ -113,17 +116,23 @@ async function main() {
     const ctl = (...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'ignore' });
     for (const kind of KINDS) {
       await requests(port, kind, WARMUP);
-      ctl('-z');
-      ctl('-i', 'on');
-      await requests(port, kind, N);
-      ctl('-i', 'off');
-      const before = new Set(fs.readdirSync(runDir));
-      ctl('-d', kind);
-      const dump = fs.readdirSync(runDir).find((f) => !before.has(f) && f.startsWith('callgrind.out'));
-      if (!dump) throw new Error('callgrind_control -d wrote no file');
-      const ir = totalIr(path.join(runDir, dump));
-      result[`${kind}_instructions_per_request`] = Math.round(ir / N);
-      log(`${kind}: ${round(ir / N / 1000, 1)} k instructions per request (${dump})`);
+      const windows: number[] = [];
+      for (let w = 0; w < REPEAT; w++) {
+        ctl('-z');
+        ctl('-i', 'on');
+        await requests(port, kind, N);
+        ctl('-i', 'off');
+        const before = new Set(fs.readdirSync(runDir));
+        ctl('-d', `${kind}-${w}`);
+        const dump = fs.readdirSync(runDir).find((f) => !before.has(f) && f.startsWith('callgrind.out'));
+        if (!dump) throw new Error('callgrind_control -d wrote no file');
+        const ir = totalIr(path.join(runDir, dump));
+        windows.push(Math.round(ir / N));
+        log(`${kind} window ${w + 1}/${REPEAT}: ${round(ir / N / 1000, 1)} k instructions per request (${dump})`);
+      }
+      const sorted = [...windows].sort((a, b) => a - b);
+      // Mean: the whole run's instructions over its requests (a major GC lands in some windows only).
+      result[kind] = { mean_per_request: Math.round(windows.reduce((a, b) => a + b, 0) / windows.length), median_per_request: sorted[Math.floor(sorted.length / 2)], min: sorted[0], max: sorted.at(-1), windows };
     }
   } finally {
     if (child.exitCode === null && child.signalCode === null) {
