@@ -5,7 +5,7 @@
 //
 // 1. The real server (`node bin/cubby.js serve`, SQLite, roles api,sites,worker) publishes a public
 //    site holding 10k.bin, 100k.bin and index.html (bench/site-publish.ts), then stops.
-// 2. `valgrind --tool=callgrind --instr-atstart=no node bin/cubby.js serve` on the same data dir
+// 2. `valgrind --tool=callgrind --instr-atstart=no node --no-memory-reducer --single-threaded-gc bin/cubby.js serve` on the same data dir
 //    with the sites role alone: nothing but the sites server runs in that process.
 // 3. A client in this process (node:http, one keep-alive connection, one request at a time: the
 //    same work for every run) sends WARMUP requests (instrumentation off: the JIT settles), then
@@ -35,6 +35,10 @@ const N = Number(process.env.N ?? 2000);
 const WARMUP = Number(process.env.WARMUP ?? 4000);
 const REPEAT = Number(process.env.REPEAT ?? 5);
 const KINDS = (process.env.KINDS ?? 'asset,asset100k,page').split(',');
+// V8's memory reducer starts full GCs when the allocation rate per second of wall time is low, which
+// it is under valgrind (10-50x slower): they would count against whichever window they fall into.
+// Single-threaded GC keeps the collector's work on the main thread, the same from run to run.
+const NODE_FLAGS = ['--no-memory-reducer', '--single-threaded-gc'];
 const BIN = fileURLToPath(new URL('../bin/cubby.js', import.meta.url));
 const mode = process.env.SITE_ANALYTICS === 'off' ? 'off' : 'on';
 
@@ -52,7 +56,17 @@ function freePort(): Promise<number> {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36';
 
-function get(port: number, p: string, headers: Record<string, string>): Promise<number> {
+/** One GET; a kept-alive connection the server closed while idle (a dump can take seconds) is retried once. */
+async function get(port: number, p: string, headers: Record<string, string>): Promise<number> {
+  try {
+    return await getOnce(port, p, headers);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+    return getOnce(port, p, headers);
+  }
+}
+
+function getOnce(port: number, p: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port, path: p, agent, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
       res.resume();
@@ -95,7 +109,7 @@ async function main() {
 
   const out = path.join(runDir, 'callgrind.out');
   const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}.%p`, process.execPath, BIN, 'serve'], {
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}.%p`, process.execPath, ...NODE_FLAGS, BIN, 'serve'], {
     env: { ...childEnv, ...env, CUBBY_ROLES: 'sites', CUBBY_TRUST_PROXY_HOPS: '1', CUBBY_SITE_ANALYTICS: mode },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -109,7 +123,7 @@ async function main() {
     child.stderr.on('data', on);
     child.once('exit', (code) => reject(new Error(`server under valgrind exited with ${code}:\n${seen}`)));
   });
-  const result: Record<string, unknown> = { bench: 'sites-instructions', at: new Date().toISOString(), node: process.version, commit: gitCommit(), site_analytics: mode, n: N, warmup: WARMUP, measure: 'valgrind --tool=callgrind Ir (instructions executed) of the server process' };
+  const result: Record<string, unknown> = { bench: 'sites-instructions', at: new Date().toISOString(), node: process.version, commit: gitCommit(), site_analytics: mode, n: N, warmup: WARMUP, measure: 'valgrind --tool=callgrind Ir (instructions executed) of the server process', node_flags: NODE_FLAGS };
   try {
     await started;
     log(`server under callgrind, pid ${child.pid}, analytics ${mode}`);
