@@ -8,18 +8,19 @@
 import http from 'node:http';
 import os from 'node:os';
 import { SiteAnalytics } from '../src/sites/analytics/recorder.ts';
+import { writeHead } from '../src/sites/server/serve-file.ts';
 import type { AppDeps } from '../src/context.ts';
 import { gitCommit, log, round } from './lib.ts';
 
 const N = Number(process.env.N ?? 500_000);
 
-/** One real finished GET per path, as the sites server answers them (headers given to writeHead). */
+/** One real finished GET per path, as the sites server answers them (its writeHead helper). */
 async function finishedResponses(paths: string[]): Promise<[http.IncomingMessage, http.ServerResponse][]> {
   const pairs: [http.IncomingMessage, http.ServerResponse][] = [];
   const server = http.createServer((req, res) => {
     res.once('finish', () => pairs.push([req, res]));
     const page = req.url!.endsWith('.html');
-    res.writeHead(200, { 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin', 'cache-control': 'public, max-age=0, must-revalidate', 'content-type': page ? 'text/html; charset=utf-8' : 'application/octet-stream', etag: '"0123456789abcdef0123456789abcdef01234567"', 'content-length': '2' });
+    writeHead(res, 200, { 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin', 'cache-control': 'public, max-age=0, must-revalidate', 'content-type': page ? 'text/html; charset=utf-8' : 'application/octet-stream', etag: '"0123456789abcdef0123456789abcdef01234567"', 'content-length': '2' });
     res.end('ok');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -2,8 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 // What one finished sites-server response contributes to analytics, read from the request and the
 // response alone. Split in two so that a response costs as little as possible when it finishes:
-// - responseFacts-style reads (the helpers below that take the serialized head) run for every
-//   response and allocate nothing: status, body bytes, and whether it may be a page view;
+// - for every response, without allocating: status, body bytes, and whether it may be a page view,
+//   read from the header object the sites server wrote (SENT_HEADERS), or else searched for in
+//   the serialized head (the helpers below that take it);
 // - everything else (robot test, path, referrer host, client address, visitor hash) runs only for
 //   page views, in a batch after the responses of an event-loop turn (SiteAnalytics.drainViews).
 
@@ -71,10 +72,10 @@ export function referrerHost(header: string | undefined, ownHost: string): strin
  * A page-view candidate: a GET answered 2xx (with an HTML body) or 304 (of a page-like path), not
  * an access gate, not under `/.cubby/`. Only the robot test remains (done in the batch).
  */
-export function maybeView(req: IncomingMessage, status: number, head: string): boolean {
+export function maybeView(req: IncomingMessage, status: number, html: boolean, gate: boolean): boolean {
   if (req.method !== 'GET') return false;
   if (status === 304) {
     if (!looksLikePage(req.url ?? '/')) return false;
-  } else if (status < 200 || status >= 300 || !isHtml(head)) return false;
-  return !isGate(head) && !(req.url ?? '/').startsWith('/.cubby/');
+  } else if (status < 200 || status >= 300 || !html) return false;
+  return !gate && !(req.url ?? '/').startsWith('/.cubby/');
 }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { AppDeps } from '../../context.ts';
 import { labelFromHost, siteKeyFromHost } from '../urls.ts';
 import { SiteCache, type FileEntry, type Site } from './site-cache.ts';
-import { baseHeaders, serveEntry } from './serve-file.ts';
+import { baseHeaders, serveEntry, writeHead } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
 import { emailPage, noSitePage, notFoundPage, passwordPage, unknownHostPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
@@ -31,7 +31,7 @@ export interface SitesServer {
 
 function sendText(res: ServerResponse, site: Site | null, status: number, body: string, type: string, extra: Record<string, string | string[]> = {}) {
   const bytes = Buffer.from(body);
-  res.writeHead(status, { ...baseHeaders(site), 'content-type': type, 'content-length': String(bytes.length), 'cache-control': 'no-store', ...extra });
+  writeHead(res, status, { ...baseHeaders(site), 'content-type': type, 'content-length': String(bytes.length), 'cache-control': 'no-store', ...extra });
   res.end(bytes);
 }
 
