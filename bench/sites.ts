@@ -18,11 +18,9 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { admin, adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { client, cpuSince, cpuSplit, gitCommit, log, makeRunDir, round, send, BENCH_DIR } from './lib.ts';
-import { createHash } from 'node:crypto';
+import { publishSite } from './site-publish.ts';
 
 const STATIC_PEERS = process.env.STATIC_PEERS ?? path.resolve(BENCH_DIR, '../../shared/bench/static-peers.sh');
-const md5 = (b: Buffer) => createHash('md5').update(b).digest('base64');
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -33,32 +31,6 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-/** Uploads the two files through an upload session and publishes them; resolves with the site URL. */
-async function publishSite(api: ReturnType<typeof client>, files: Record<string, Buffer>): Promise<string> {
-  const bucket = (await api('POST', '/api/v1/buckets', { bucket: { title: `bench site ${Date.now()}` } })).data.bucket;
-  const base = `/api/v1/buckets/${bucket.id}/upload_sessions`;
-  const session = (await api('POST', base, { expected_file_count: 2, delete_missing: false })).data.upload_session;
-  const entries = Object.entries(files);
-  const declared = await api('POST', `${base}/${session.id}/uploads`, {
-    files: entries.map(([p, b]) => ({ path: p, name: p, byte_size: b.length, content_type: 'application/octet-stream', checksum: md5(b), sha256: sha256(b) })),
-  });
-  for (const u of declared.data.uploads) {
-    const res = await send('PUT', u.upload.url, u.upload.headers, entries[u.input_index]![1]);
-    if (res.status !== 200) throw new Error(`PUT ${res.status} ${res.text}`);
-  }
-  await api('POST', `${base}/${session.id}/finalize_batch`, { limit: 12 });
-  while ((await api('POST', `${base}/${session.id}/finalize`, { complete: true })).data.finalize_pending);
-  let p = (await api('POST', `/api/v1/buckets/${bucket.id}/publication`, { site_mode: 'static', access_mode: 'public', slug_suggestions: ['127'] })).data.publication;
-  if (p.public_slug !== '127') throw new Error(`slug 127 was not free: ${p.public_slug}`);
-  // The CLI polls every 2 s; a bench may poll faster.
-  while (p.publish_state === 'queued' || p.publish_state === 'processing') {
-    await new Promise((r) => setTimeout(r, 100));
-    p = (await api('GET', `/api/v1/publications/${p.id}`)).data.publication;
-  }
-  if (p.publish_state !== 'ready') throw new Error(`build ${p.publish_state}: ${p.publish_error}`);
-  return `${p.public_url}/`;
 }
 
 function runPeers(extraHttp: string): Promise<any> {

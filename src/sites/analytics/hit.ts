@@ -1,48 +1,55 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-// What one finished sites-server response contributes to analytics, read from the request and
-// the response alone (so the sites server needs one call, when the response has finished).
-
-export interface Hit {
-  publicationId: string;
-  /** The request's own host, to tell a link from the site itself from an outside referrer. */
-  host: string;
-  method: string;
-  status: number;
-  bytes: number;
-  /** The raw (percent-encoded) path, without the query: a query may carry a visitor's token. */
-  path: string;
-  /** A page view: a GET of an HTML page answered 2xx or 304, not a bot, not an access gate. */
-  view: boolean;
-  referrer: string | null;
-  ip: string;
-  userAgent: string;
-}
+// What one finished sites-server response contributes to analytics, read from the request and the
+// response alone. Split in two so that a response costs as little as possible when it finishes:
+// - for every response, without allocating: status, body bytes, and whether it may be a page view,
+//   read from the header object the sites server wrote (SENT_HEADERS), or else searched for in
+//   the serialized head (the helpers below that take it);
+// - everything else (robot test, path, referrer host, client address, visitor hash) runs only for
+//   page views, in a batch after the responses of an event-loop turn (SiteAnalytics.drainViews).
 
 const MAX_PATH = 300;
 // Obvious robots and tools; they still count as requests (bytes, status codes), not as views.
-const BOT = /bot\b|bot\/|crawl|spider|slurp|facebookexternalhit|preview|monitor|headless|lighthouse|curl\/|wget\/|python-requests|go-http-client|node-fetch|undici/i;
+export const BOT = /bot\b|bot\/|crawl|spider|slurp|facebookexternalhit|preview|monitor|headless|lighthouse|curl\/|wget\/|python-requests|go-http-client|node-fetch|undici/i;
 
 /**
- * A header of the finished response. The sites server passes its headers to writeHead(), which
- * Node then keeps only in the serialized head (`_header`, what morgan and on-headers read too),
- * not for getHeader(); so read it there, once the response is finished.
+ * The serialized head of a finished response. The sites server passes its headers to writeHead(),
+ * which Node keeps only there (`_header`, what morgan and on-headers read too), not for
+ * getHeader(). Its header names are written in lower case (src/sites/server), and Node writes each
+ * line as `name: value\r\n` after the status line, so an exact search for `\r\nname: ` finds a header.
  */
-function sentHeader(res: ServerResponse, name: string): string | undefined {
-  const set = res.getHeader(name);
-  if (set !== undefined) return String(set);
+export function headOf(res: ServerResponse): string {
   const head = (res as unknown as { _header?: string | null })._header;
-  if (!head) return undefined;
-  // The sites server writes header names in lower case (src/sites/server), so an exact search is
-  // enough; lower-casing the whole head for an absent header (x-cubby-access, on almost every
-  // response) cost a string copy per response, visible in bench:sites.
-  const at = head.indexOf(`\r\n${name}:`);
-  if (at < 0) return undefined;
-  const end = head.indexOf('\r\n', at + 2);
-  return head.slice(at + name.length + 3, end < 0 ? undefined : end).trim();
+  return typeof head === 'string' ? head : '';
 }
 
-function looksLikePage(path: string): boolean {
+const LENGTH = '\r\ncontent-length: ';
+
+/** The Content-Length of a head (0 when absent or malformed), read without allocating. */
+export function contentLength(head: string): number {
+  const at = head.indexOf(LENGTH);
+  if (at < 0) return 0;
+  let n = 0;
+  let i = at + LENGTH.length;
+  for (let c = head.charCodeAt(i); c >= 48 && c <= 57; c = head.charCodeAt(++i)) n = n * 10 + (c - 48);
+  return i === at + LENGTH.length ? 0 : n;
+}
+
+/** Whether the head declares an HTML body (`content-type: text/html…`). */
+export const isHtml = (head: string) => head.includes('\r\ncontent-type: text/html');
+/** An access gate of a protected site (its page is HTML, not a view of the site). */
+export const isGate = (head: string) => head.includes('\r\nx-cubby-access: ');
+
+/** The raw (percent-encoded) path of a request URL, without the query (which may carry a token). */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return (q < 0 ? url : url.slice(0, q)).slice(0, MAX_PATH) || '/';
+}
+
+/** For a 304 (no content type sent): a path that names a page (no extension, `.html`, or a folder). */
+export function looksLikePage(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
   const last = path.slice(path.lastIndexOf('/') + 1);
   return last === '' || !last.includes('.') || /\.html?$/i.test(last);
 }
@@ -61,30 +68,14 @@ export function referrerHost(header: string | undefined, ownHost: string): strin
   }
 }
 
-/** `ipOf` is called only for page views (the address serves visitors and countries, nothing else). */
-export function hitOf(req: IncomingMessage, res: ServerResponse, publicationId: string, ipOf: () => string): Hit {
-  const method = req.method ?? 'GET';
-  const status = res.statusCode;
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const path = (q < 0 ? url : url.slice(0, q)).slice(0, MAX_PATH) || '/';
-  const type = sentHeader(res, 'content-type') ?? '';
-  const length = Number(sentHeader(res, 'content-length'));
-  const userAgent = typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : '';
-  const gated = sentHeader(res, 'x-cubby-access') !== undefined;
-  const ok = (status >= 200 && status < 300) || status === 304;
-  const view = method === 'GET' && ok && !gated && !path.startsWith('/.cubby/') && (type.startsWith('text/html') || (status === 304 && looksLikePage(path))) && !BOT.test(userAgent);
-  const host = String(req.headers.host ?? '');
-  return {
-    publicationId,
-    host,
-    method,
-    status,
-    bytes: method === 'HEAD' || !Number.isFinite(length) ? 0 : length,
-    path,
-    view,
-    referrer: view ? referrerHost(typeof req.headers.referer === 'string' ? req.headers.referer : undefined, host) : null,
-    ip: view ? ipOf() : '',
-    userAgent,
-  };
+/**
+ * A page-view candidate: a GET answered 2xx (with an HTML body) or 304 (of a page-like path), not
+ * an access gate, not under `/.cubby/`. Only the robot test remains (done in the batch).
+ */
+export function maybeView(req: IncomingMessage, status: number, html: boolean, gate: boolean): boolean {
+  if (req.method !== 'GET') return false;
+  if (status === 304) {
+    if (!looksLikePage(req.url ?? '/')) return false;
+  } else if (status < 200 || status >= 300 || !html) return false;
+  return !gate && !(req.url ?? '/').startsWith('/.cubby/');
 }

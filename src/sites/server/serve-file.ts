@@ -8,6 +8,18 @@ import { MEMORY_BLOB_MAX, type FileEntry, type Site, type SiteCache, type Varian
 
 const YEAR = 31_536_000;
 
+/**
+ * The header object a sites-server response was written with, kept on the response for site
+ * analytics (src/sites/analytics/recorder.ts): its body length, type and gate are then read from
+ * the object instead of being searched for in the serialized head (a string search per response).
+ */
+export const SENT_HEADERS = Symbol('cubby.sentHeaders');
+
+export function writeHead(res: ServerResponse, status: number, headers: Record<string, string | string[]>): void {
+  res.writeHead(status, headers);
+  (res as unknown as Record<symbol, unknown>)[SENT_HEADERS] = headers;
+}
+
 export function baseHeaders(site: Site | null): Record<string, string> {
   const h: Record<string, string> = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'strict-origin-when-cross-origin' };
   if (!site || site.noindex) h['x-robots-tag'] = 'noindex';
@@ -72,7 +84,7 @@ export async function serveEntry(deps: AppDeps, cache: SiteCache, site: Site, en
   const inm = req.headers['if-none-match'];
   if (status === 200 && inm && (etagMatches(inm, variant.etag) || etagMatches(inm, entry.identity.etag))) {
     delete headers['content-type'];
-    res.writeHead(304, headers);
+    writeHead(res, 304, headers);
     return void res.end();
   }
 
@@ -83,7 +95,7 @@ export async function serveEntry(deps: AppDeps, cache: SiteCache, site: Site, en
       const r = parseRange(req.headers.range, variant.size);
       if (r === 'unsatisfiable') {
         headers['content-range'] = `bytes */${variant.size}`;
-        res.writeHead(416, headers);
+        writeHead(res, 416, headers);
         return void res.end();
       }
       range = r;
@@ -94,16 +106,16 @@ export async function serveEntry(deps: AppDeps, cache: SiteCache, site: Site, en
   if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${variant.size}`;
   const code = range ? 206 : status;
   if (req.method === 'HEAD' || variant.size === 0) {
-    res.writeHead(code, headers);
+    writeHead(res, code, headers);
     return void res.end();
   }
   if (variant.size <= MEMORY_BLOB_MAX) {
     const bytes = cache.memoryBlob(variant) ?? (await cache.loadBlob(variant));
-    res.writeHead(code, headers);
+    writeHead(res, code, headers);
     return void res.end(range ? bytes.subarray(range.start, range.end + 1) : bytes);
   }
   const stream = await deps.blobs.read(variant.sha256, range ?? undefined);
-  res.writeHead(code, headers);
+  writeHead(res, code, headers);
   stream.on('error', () => res.destroy());
   stream.pipe(res);
 }

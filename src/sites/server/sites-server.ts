@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { AppDeps } from '../../context.ts';
 import { labelFromHost, siteKeyFromHost } from '../urls.ts';
 import { SiteCache, type FileEntry, type Site } from './site-cache.ts';
-import { baseHeaders, serveEntry } from './serve-file.ts';
+import { baseHeaders, serveEntry, writeHead } from './serve-file.ts';
 import { hasAccess, postCode, postEmail, postPassword, safeNext, type Send } from './access.ts';
 import { emailPage, noSitePage, notFoundPage, passwordPage, unknownHostPage } from './pages.ts';
 import { renamedSlugOrigin } from './slug-redirect.ts';
@@ -31,7 +31,7 @@ export interface SitesServer {
 
 function sendText(res: ServerResponse, site: Site | null, status: number, body: string, type: string, extra: Record<string, string | string[]> = {}) {
   const bytes = Buffer.from(body);
-  res.writeHead(status, { ...baseHeaders(site), 'content-type': type, 'content-length': String(bytes.length), 'cache-control': 'no-store', ...extra });
+  writeHead(res, status, { ...baseHeaders(site), 'content-type': type, 'content-length': String(bytes.length), 'cache-control': 'no-store', ...extra });
   res.end(bytes);
 }
 
@@ -73,15 +73,17 @@ function lookup(site: Site, path: string): FileEntry | { redirect: true } | null
   return files.get(`${path}.html`) ?? null;
 }
 
+class Served {
+  site: Site | null = null;
+}
+
 export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error: (o: unknown, m: string) => void }, analytics: SiteAnalytics | null = null) {
   const secure = deps.config.sitesHost !== undefined && deps.config.publicUrl?.startsWith('https:') === true;
   const scheme = secure ? 'https' : 'http';
-  // The site each response is served from, for analytics: set only once the host (a label of ours
-  // or a verified custom domain) resolved to a live site and no redirect to its canonical host was
-  // due, so unknown, foreign or expired hosts and redirects are never counted.
-  const served = new WeakMap<ServerResponse, Site>();
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  // `served.site`: the site a response is served from, for analytics: set only once the host (a
+  // label of ours or a verified custom domain) resolved to a live site and no redirect to its
+  // canonical host was due, so unknown, foreign or expired hosts and redirects are never counted.
+  const handle = async (req: IncomingMessage, res: ServerResponse, served: Served | null): Promise<void> => {
     // A host label of ours (`docs`, `preview-docs`) or a custom hostname (src/sites/urls.ts).
     const key = siteKeyFromHost(deps.config, req.headers.host);
     const customHost = key !== null && key.includes('.');
@@ -110,7 +112,7 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     // A site with a verified primary domain answers only there: its slug host and other domains redirect.
     const canonical = canonicalLocation(deps, key!, site.canonicalHost, req) ?? (site.httpsOnly && !(req.socket as { encrypted?: boolean }).encrypted ? canonicalLocation(deps, key!, key, req, true) : null);
     if (canonical) return sendText(res, null, 301, '', 'text/plain; charset=utf-8', { location: canonical });
-    served.set(res, site);
+    if (served) served.site = site;
 
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -164,6 +166,8 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
     // One line and one metrics sample per request, as on the API listener: the site's label, never
     // the path or query (a visitor's link may carry a token).
     const t0 = performance.now();
+    // One small object per request, and only when counting (a WeakMap entry per response cost more).
+    const served = analytics ? new Served() : null;
     res.once('finish', () => {
       const ms = performance.now() - t0;
       const method = req.method ?? 'GET';
@@ -172,9 +176,9 @@ export function createSitesHandler(deps: AppDeps, cache: SiteCache, log: { error
       deps.metrics.httpDuration.observe(labels, ms / 1000);
       const label = labelFromHost(deps.config, req.headers.host);
       deps.log.info({ http: { method, route: 'site', site: label, status: res.statusCode, ms: Math.round(ms * 10) / 10 } }, 'request');
-      if (analytics) analytics.countResponse(req, res, served.get(res) ?? null);
+      if (served?.site) analytics!.countResponse(req, res, served.site);
     });
-    handle(req, res).catch((err) => {
+    handle(req, res, served).catch((err) => {
       log.error({ err }, 'sites server request failed');
       if (!res.headersSent) sendText(res, null, 500, 'Internal error', 'text/plain; charset=utf-8');
       else res.destroy();
