@@ -24,11 +24,10 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { admin, adminUserAndKey, serveEnv, startServe } from '../test/serve-process.ts';
-import { client, gitCommit, log, makeRunDir, round } from './lib.ts';
+import { client, gitCommit, log, makeRunDir, round, freePort } from './lib.ts';
 import { publishSite } from './site-publish.ts';
 
 const N = Number(process.env.N ?? 2000);
@@ -41,17 +40,6 @@ const KINDS = (process.env.KINDS ?? 'asset,asset100k,page').split(',');
 const NODE_FLAGS = ['--no-memory-reducer', '--single-threaded-gc'];
 const BIN = fileURLToPath(new URL('../bin/cubby.js', import.meta.url));
 const mode = process.env.SITE_ANALYTICS === 'off' ? 'off' : 'on';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36';

@@ -12,26 +12,14 @@
 // SITE_ANALYTICS=off (serve without visit counting, for an A/B of its cost; default on).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
 import { admin, adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { client, cpuSince, cpuSplit, gitCommit, log, makeRunDir, round, send, BENCH_DIR } from './lib.ts';
+import { client, cpuSince, cpuSplit, gitCommit, log, makeRunDir, round, send, BENCH_DIR, freePort } from './lib.ts';
 import { publishSite } from './site-publish.ts';
 
 const STATIC_PEERS = process.env.STATIC_PEERS ?? path.resolve(BENCH_DIR, '../../shared/bench/static-peers.sh');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function runPeers(extraHttp: string): Promise<any> {
   return new Promise((resolve, reject) => {
