@@ -3,6 +3,8 @@ import pino from 'pino';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describeEachDatabase } from './harness.ts';
 import { buildHttpServer } from '../src/http/server.ts';
+import fs from 'node:fs';
+import openapiTS, { astToString } from 'openapi-typescript';
 
 // The machine-readable descriptions: valid OpenAPI 3.1, version 1.0.0, one per surface, and
 // listing every route that surface serves (compared against the router itself).
@@ -124,6 +126,23 @@ describeEachDatabase('OpenAPI documents', (app) => {
       expect(doc.servers?.[0]?.url).toMatch(/^https?:\/\//);
     });
   }
+
+  // The SDK's types come from these documents (`npm run sdk:generate`): its committed copies and the
+  // types generated from them must be what the service serves now, or the SDK describes another API.
+  it('the SDK holds the documents the service serves, and types generated from them', async () => {
+    for (const [prefix, name] of [
+      ['/v1', 'surface-r'],
+      ['/api/v1', 'surface-a'],
+    ] as const) {
+      // The copies are dumped from an app whose public URL is http://localhost:8080 (scripts/openapi-dump.ts).
+      const served = (await app().request('GET', `${prefix}/openapi.json`)).body;
+      const live = JSON.parse(JSON.stringify(served).replaceAll(new URL(served.servers[0].url).origin, 'http://localhost:8080'));
+      const committed = JSON.parse(fs.readFileSync(new URL(`../packages/sdk/openapi/${name}.json`, import.meta.url), 'utf8'));
+      expect(committed, `packages/sdk/openapi/${name}.json differs from ${prefix}/openapi.json: run \`npm run sdk:generate\``).toEqual(live);
+      const types = fs.readFileSync(new URL(`../packages/sdk/src/generated/${name}.ts`, import.meta.url), 'utf8');
+      expect(types.endsWith(astToString(await openapiTS(committed))), `packages/sdk/src/generated/${name}.ts is stale: run \`npm run sdk:generate\``).toBe(true);
+    }
+  });
 
   it('the documents need no key and do not list themselves', async () => {
     for (const prefix of ['/v1', '/api/v1']) {
