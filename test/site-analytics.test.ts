@@ -302,3 +302,55 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+// A flush waits for the disk off the event loop (src/db/durable-commit.ts): while its sync is slow,
+// the sites server goes on answering, and the counts are already readable. The app's
+// `beforeDurable` hook stands for the slow sync (awaited before a commit is made durable); here it
+// holds the flush's commit until the test lets it go.
+for (const kind of DATABASES) {
+  describe(`site analytics: a flush waiting for a slow disk sync [${kind}]`, () => {
+    let app: TestApp;
+    let gate: { entered: () => void; release: Promise<void> } | null = null;
+    beforeAll(async () => {
+      app = await startTestApp(kind, ENV, {
+        beforeDurable: async () => {
+          const g = gate;
+          gate = null;
+          if (!g) return;
+          g.entered();
+          await g.release;
+        },
+      });
+    });
+    afterAll(async () => app?.stop());
+
+    it('serves pages while the flush waits for its sync; the flush resolves once the sync is done', async () => {
+      const u = await publisher(app);
+      const bucket = await newBucket(app, u.key, 'Slow disk');
+      await uploadFolder(app, u.key, bucket.id, { 'index.html': '<html><body>slow</body></html>' });
+      const p = await publishAndWait(app, u.key, bucket.id);
+      expect((await visit(`${p.public_url}/`, IP_A, CHROME)).status).toBe(200);
+
+      let release!: () => void;
+      let entered!: () => void;
+      const held = new Promise<void>((r) => (entered = r));
+      gate = { entered, release: new Promise<void>((r) => (release = r)) };
+      let flushed = false;
+      const flush = app.started.flushSiteAnalytics().then(() => (flushed = true));
+      // Committed, and now waiting for the (held) sync.
+      await held;
+
+      for (let i = 0; i < 3; i++) expect((await visit(`${p.public_url}/`, '192.0.2.10', FIREFOX)).status).toBe(200);
+      const during = (await app.request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key, query: { granularity: 'hour' } })).body.data.analytics;
+      expect(during.totals).toMatchObject({ views: 1, visitors: 1 });
+      expect(flushed).toBe(false);
+
+      release();
+      await flush;
+      // The views served meanwhile are written by the next flush.
+      await app.started.flushSiteAnalytics();
+      const after = (await app.request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key, query: { granularity: 'hour' } })).body.data.analytics;
+      expect(after.totals).toMatchObject({ views: 4, visitors: 2, requests: 4 });
+    });
+  });
+}

@@ -198,11 +198,12 @@ export class SiteAnalytics {
   }
 
   private async write(batch: HourBucket[]): Promise<void> {
+    let durable: Promise<void> | null = null;
     try {
       const now = this.deps.now();
       // Tomorrow's salt is made a day ahead, so a hit just after midnight already has one.
       if (!this.salts.has(dayOf(now.getTime() + 86_400_000))) this.salts = await ensureSalts(this.deps.db, now);
-      if (batch.length) await writeBuckets(this.deps.db, batch);
+      if (batch.length) ({ durable } = await writeBuckets(this.deps.commits, batch));
     } catch (err) {
       this.deps.log.error({ err }, 'site analytics flush failed; keeping the counts for the next one');
       for (const b of batch) {
@@ -216,6 +217,8 @@ export class SiteAnalytics {
         this.pending += b.visitors.size;
       }
     }
+    // Committed: a failed sync is logged, not retried (the counts are in; adding them again would double them).
+    await durable?.catch((err: unknown) => this.deps.log.error({ err }, 'site analytics flush committed, but syncing it to disk failed'));
   }
 
   /** Final flush; the caller closes the listener first so that nothing is counted after it. */

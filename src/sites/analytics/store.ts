@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
+import type { DurableCommits } from '../../db/durable-commit.ts';
 import { iso } from '../../time.ts';
 import type { AnalyticsDimension } from './analytics.schema.ts';
 import { CAPS, OTHER, type HourBucket } from './bucket.ts';
@@ -37,12 +38,17 @@ export async function ensureSalts(db: Kysely<DB>, now: Date): Promise<Map<string
   return new Map(rows.map((r) => [r.day, r.salt]));
 }
 
-/** Adds one batch of hourly buckets to the tables. */
-export async function writeBuckets(db: Kysely<DB>, batch: HourBucket[]): Promise<void> {
+/**
+ * Adds one batch of hourly buckets to the tables; resolves once committed, with `durable` for
+ * once the commit is on disk. Through `commits` (src/db/durable-commit.ts): on SQLite the WAL is
+ * synced on libuv's pool, not by the commit on the event loop, so a flush never holds up the
+ * responses being served meanwhile.
+ */
+export async function writeBuckets(commits: DurableCommits, batch: HourBucket[]): Promise<{ durable: Promise<void> }> {
   // One order for every node (publication, hour; then dimension, value): concurrent flushes on
   // Postgres lock the same rows in the same order and so never deadlock each other.
   const ordered = [...batch].sort((a, b) => (a.publicationId === b.publicationId ? cmp(a.hour, b.hour) : cmp(a.publicationId, b.publicationId)));
-  await db.transaction().execute(async (trx) => {
+  const { durable } = await commits.commit(async (trx) => {
     for (const b of ordered) {
       const hourKey = b.hour.slice(0, 13);
       const day = b.hour.slice(0, 10);
@@ -84,6 +90,7 @@ export async function writeBuckets(db: Kysely<DB>, batch: HourBucket[]): Promise
       await writeCounts(trx, b);
     }
   });
+  return { durable };
 }
 
 /** The breakdowns, capped per hour in the database too: values past the cap go to OTHER. */
