@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
@@ -33,9 +34,13 @@ async function connect(app: TestApp, token: string): Promise<Client> {
 /** Every row of every table, as text: what a database dump would show. */
 async function dumpDatabase(app: TestApp): Promise<string> {
   const db = dbOf(app);
+  // Postgres lists every schema's tables; this app's are those of its own (search_path) schema.
   const tables = await db.introspection.getTables();
+  const own = tables.some((t) => t.schema) ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
   const out: string[] = [];
-  for (const t of tables) out.push(JSON.stringify(await db.selectFrom(t.name as any).selectAll().execute()));
+  const mine = tables.filter((t) => t.schema === own);
+  if (mine.length < 10) throw new Error(`only ${mine.length} tables found in schema ${own}`);
+  for (const t of mine) out.push(JSON.stringify(await db.selectFrom(t.name as any).selectAll().execute()));
   return out.join('\n');
 }
 
