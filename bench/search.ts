@@ -9,8 +9,9 @@
 // RUNS times (figures: medians over runs of each run's p50 and p99, wall-clock and CPU time of this
 // process: on a shared machine the CPU figure moves less with the load). Prints one JSON line.
 // Env: EMAILS (20000), FILES (2000), MAILBOXES (100), QUERIES (200), RUNS (3), PDFS (20), PDF_PAGES (20),
-// BENCH_DATABASE_URL (postgres://… for Postgres, in a fresh schema), BENCH_DATA_DIR (SQLite: keep
-// the corpus there and query it again on later runs), BENCH_SCRATCH.
+// BENCH_DATABASE_URL (postgres://… for Postgres, in a fresh schema), BENCH_DATA_DIR (keep the
+// corpus and query it again on later runs: SQLite's database file lives there; with Postgres the
+// schema is kept, named in the directory's bench-seed.json, and dropped by hand), BENCH_SCRATCH.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -88,13 +89,14 @@ async function time(fn: () => Promise<unknown>): Promise<{ wall: number; cpu: nu
 async function main() {
   // BENCH_DATA_DIR (SQLite): a directory kept between runs; a corpus seeded there once is queried
   // again by later runs (same EMAILS, FILES, MAILBOXES) without seeding it again.
-  const kept = !DATABASE_URL && process.env.BENCH_DATA_DIR ? path.resolve(process.env.BENCH_DATA_DIR) : null;
+  // With Postgres the directory holds only bench-seed.json, which names the kept schema.
+  const kept = process.env.BENCH_DATA_DIR ? path.resolve(process.env.BENCH_DATA_DIR) : null;
   if (kept) fs.mkdirSync(kept, { recursive: true });
   const dir = kept ?? makeRunDir('search');
   const metaFile = path.join(dir, 'bench-seed.json');
   const meta: Meta | null = kept && fs.existsSync(metaFile) ? JSON.parse(fs.readFileSync(metaFile, 'utf8')) : null;
   if (meta && (meta.emails !== EMAILS || meta.files !== FILES || meta.boxes.length !== MAILBOXES)) throw new Error(`${dir} holds another corpus (${meta.emails} emails, ${meta.files} files)`);
-  const schema = DATABASE_URL ? `bench_search_${randomBytes(4).toString('hex')}` : undefined;
+  const schema = DATABASE_URL ? (meta?.schema ?? `bench_search_${randomBytes(4).toString('hex')}`) : undefined;
   const env: Record<string, string> = {
     CUBBY_DATA_DIR: dir,
     CUBBY_ROLES: 'api',
@@ -114,7 +116,7 @@ async function main() {
       const { user, account } = await registerUser(deps.db, { email: 'bench@example.com', password: 'a long bench password', name: 'Bench', plan: 'agency' as any }, new Date());
       await deps.db.updateTable('accounts').set({ plan: 'pilot' as any }).where('id', '=', account.id).execute();
       const key = await createApiKey(deps.db, { userId: user.id, accountId: account.id, scope: 'mailbox_admin' }, { userId: user.id, apiKeyId: null, agent: null, requestId: null }, new Date());
-      seeded = { secret: env.CUBBY_SECRET_KEY!, token: key.token, userId: user.id, accountId: account.id, boxes: [], emails: EMAILS, files: FILES, seed: null };
+      seeded = { secret: env.CUBBY_SECRET_KEY!, token: key.token, userId: user.id, accountId: account.id, boxes: [], emails: EMAILS, files: FILES, seed: null, schema };
     }
     const credential = await authenticateApiKey(deps.db, seeded.token, { agent: null, client: null } as any, new Date());
     const ctx: RequestCtx = { ...deps, credential, actor: { userId: seeded.userId, apiKeyId: null, agent: null, requestId: null } };
@@ -213,7 +215,8 @@ async function main() {
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
     await app.stop();
-    if (schema) {
+    // A kept schema whose seeding did not finish is dropped too (nothing names it).
+    if (schema && (!kept || !fs.existsSync(metaFile))) {
       const c = new pg.Client({ connectionString: DATABASE_URL });
       await c.connect();
       await c.query(`drop schema if exists "${schema}" cascade`);
@@ -232,6 +235,8 @@ interface Meta {
   emails: number;
   files: number;
   seed: { seedEmailsS: number; seedFilesS: number; indexSize: number } | null;
+  /** Postgres: the kept schema. */
+  schema?: string;
 }
 
 /** Emails and files with text, in batched transactions through the store layer's writers. */

@@ -141,13 +141,17 @@ for (const kind of DATABASES) {
       const docs = Array.from({ length: 30 }, (_, i) => doc(`p${String(i).padStart(2, '0')}`, { mailboxId: 'bkt_01Pages', subject: i % 7 === 0 ? 'keysetword report' : 'report', body: `${'keysetword '.repeat(1 + (i % 3))} filler ${'other '.repeat(i % 5)}` }));
       await database.db.transaction().execute((trx) => index.putEmails(trx, docs));
       const q = parseQuery('keysetword');
-      const whole = await index.rankedEmails(database.db, q, ['bkt_01Pages'], null, 100);
+      const ranked = await index.rankedEmails(database.db, q, ['bkt_01Pages'], null, 100);
+      expect(ranked.truncated).toBe(false);
+      const whole = ranked.rows;
       expect(whole).toHaveLength(30);
       const paged: { email_id: string; rank: number }[] = [];
-      for (let page = await index.rankedEmails(database.db, q, ['bkt_01Pages'], null, 4); page.length; ) {
+      for (let page = (await index.rankedEmails(database.db, q, ['bkt_01Pages'], null, 4)).rows; page.length; ) {
         paged.push(...page);
         const last = page.at(-1)!;
-        page = await index.rankedEmails(database.db, q, ['bkt_01Pages'], [Number(last.rank), last.email_id], 4);
+        const next = await index.rankedEmails(database.db, q, ['bkt_01Pages'], [Number(last.rank), last.email_id], 4);
+        expect(next.truncated).toBe(false);
+        page = next.rows;
       }
       expect(paged.map((r) => r.email_id)).toEqual(whole.map((r) => r.email_id));
       expect(new Set(paged.map((r) => r.email_id)).size).toBe(30);
@@ -166,18 +170,34 @@ for (const kind of DATABASES) {
         await index.putEmails(trx, theirs);
       });
       const q = parseQuery('floodword');
-      expect(await index.rankedEmails(database.db, q, ['bkt_01Mine'], null, 10)).toEqual([{ email_id: 'm0', rank: expect.any(Number) }]);
+      expect(await index.rankedEmails(database.db, q, ['bkt_01Mine'], null, 10)).toEqual({ rows: [{ email_id: 'm0', rank: expect.any(Number) }], truncated: false });
       // A scope of more mailboxes than MATCH narrows by is checked on the docs table: same answer.
       const many = [...Array.from({ length: 40 }, (_, i) => `bkt_01Empty${i}`), 'bkt_01Mine'];
-      expect((await index.rankedEmails(database.db, q, many, null, 10)).map((r) => r.email_id)).toEqual(['m0']);
+      expect(await index.rankedEmails(database.db, q, many, null, 10)).toEqual({ rows: [{ email_id: 'm0', rank: expect.any(Number) }], truncated: false });
+      // Over the cap: a page says so (the cut is the same on every page, the last one included).
       const other = await index.rankedEmails(database.db, q, ['bkt_01Theirs'], null, 5);
-      expect(other).toHaveLength(5);
-      expect(other.map((r) => r.email_id)).not.toContain('m0');
-      expect(await index.rankedEmails(database.db, q, [], null, 10)).toEqual([]);
+      expect(other.rows).toHaveLength(5);
+      expect(other.truncated).toBe(true);
+      expect(other.rows.map((r) => r.email_id)).not.toContain('m0');
+      const last = other.rows.at(-1)!;
+      const past = await index.rankedEmails(database.db, q, ['bkt_01Theirs'], [Number.MAX_VALUE, last.email_id], 5);
+      expect(past).toEqual({ rows: [], truncated: true });
+      // The same over a scope MATCH does not narrow (SQLite's one newest-first walk).
+      const wide = await index.rankedEmails(database.db, q, [...many, 'bkt_01Theirs'], null, 5);
+      expect(wide.truncated).toBe(true);
+      expect(wide.rows.map((r) => r.email_id)).toEqual(other.rows.map((r) => r.email_id));
+      expect(await index.rankedEmails(database.db, q, [], null, 10)).toEqual({ rows: [], truncated: false });
       // Both mailboxes: the newest MAX_RANKED_MATCHES are ranked, so the oldest match is past the cut.
       const both = await index.rankedEmails(database.db, q, ['bkt_01Mine', 'bkt_01Theirs'], null, MAX_RANKED_MATCHES + 100);
-      expect(both).toHaveLength(MAX_RANKED_MATCHES);
-      expect(both.map((r) => r.email_id)).not.toContain('m0');
+      expect(both.rows).toHaveLength(MAX_RANKED_MATCHES);
+      expect(both.truncated).toBe(true);
+      expect(both.rows.map((r) => r.email_id)).not.toContain('m0');
+      // Exactly at the cap: every match ranked, not truncated.
+      await database.db.transaction().execute((trx) => index.removeEmails(trx, theirs.slice(0, 51).map((d) => d.emailId)));
+      const exact = await index.rankedEmails(database.db, q, ['bkt_01Mine', 'bkt_01Theirs'], null, MAX_RANKED_MATCHES + 100);
+      expect(exact.rows).toHaveLength(MAX_RANKED_MATCHES);
+      expect(exact.truncated).toBe(false);
+      expect(exact.rows.map((r) => r.email_id)).toContain('m0');
       await database.db.transaction().execute((trx) => index.removeEmails(trx, [mine, ...theirs].map((d) => d.emailId)));
     }, 180_000);
 

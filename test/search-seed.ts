@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB, EmailsTable } from '../src/db/schema.ts';
 import type { SearchIndex } from '../src/search/search-index.ts';
 import { emailDoc } from '../src/search/documents.ts';
+import { createHash } from 'node:crypto';
 import { newId } from '../src/ids.ts';
 
 // Many emails at once, through the store layer's writers (the emails table and
@@ -41,4 +42,31 @@ export async function storeEmails(db: Kysely<DB>, index: SearchIndex, rows: Emai
     for (let k = 0; k < rows.length; k += per) await trx.insertInto('emails').values(rows.slice(k, k + per)).execute();
     await index.putEmails(trx, rows.map((r) => emailDoc(r, [], new Map())));
   });
+}
+
+/**
+ * Files with one version each whose content has `text` (stored once per distinct content through
+ * SearchIndex.putText), in one transaction, as the files service and the extraction job leave them.
+ * `contents[i]` is the text of file i; files with the same text share its content.
+ */
+export async function storeFiles(db: Kysely<DB>, index: SearchIndex, mailbox: { id: string; accountId: string }, contents: string[]): Promise<string[]> {
+  const at = new Date().toISOString();
+  const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+  const files: any[] = [];
+  const versions: any[] = [];
+  contents.forEach((text, j) => {
+    const fileId = newId('df');
+    const versionId = newId('dfv');
+    const p = `seed/f${j}-${fileId.slice(-6)}.txt`;
+    files.push({ id: fileId, mailbox_id: mailbox.id, account_id: mailbox.accountId, path: p, live_path: p, folder: 'seed', basename: p.slice(5), role: 'source', created_by_system: 'api', current_version_id: versionId, version_count: 1, read_at: null, read_by_user_id: null, read_by_api_key_id: null, created_by_user_id: null, created_by_api_key_id: null, created_by_agent: null, updated_by_user_id: null, updated_by_api_key_id: null, updated_by_agent: null, created_at: at, updated_at: at, deleted_at: null });
+    versions.push({ id: versionId, file_id: fileId, mailbox_id: mailbox.id, version_number: 1, name: p.slice(5), path: p, mime_type: 'text/plain', sha256: sha(text), byte_size: text.length, reason: null, created_by_system: 'api', deleted: 0, mailbox_version_id: null, read_at: null, read_by_user_id: null, read_by_api_key_id: null, created_by_user_id: null, created_by_api_key_id: null, created_by_agent: null, created_at: at });
+  });
+  await db.transaction().execute(async (trx) => {
+    for (const [table, rows] of [['files', files], ['file_versions', versions]] as const) {
+      const per = Math.floor(20_000 / Object.keys(rows[0]).length);
+      for (let k = 0; k < rows.length; k += per) await trx.insertInto(table).values(rows.slice(k, k + per)).execute();
+    }
+    for (const text of new Set(contents)) await index.putText(trx, { sha256: sha(text), status: 'done', text, pages: null, error: null, extractedAt: at });
+  });
+  return files.map((f) => f.id);
 }

@@ -27,6 +27,7 @@ import * as m0021 from './migrations/0021_site_analytics.ts';
 import * as m0022 from './migrations/0022_site_domains.ts';
 import * as m0023 from './migrations/0023_account_logos.ts';
 import * as m0025 from './migrations/0025_file_search_docs.ts';
+import * as m0026 from './migrations/0026_file_search_docs_postgres.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -62,6 +63,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0022_site_domains': m0022,
   '0023_account_logos': m0023,
   '0025_file_search_docs': m0025,
+  '0026_file_search_docs_postgres': m0026,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -25,7 +25,7 @@ export function searchTools(server: McpServer, ctx: RequestCtx): void {
     readOnly: true,
     run: async (c, a) => {
       const page = await search(c, { accountId: a.account_id, mailboxId: a.mailbox_id, q: a.q, kind: a.kind, limit: a.limit ?? 20, cursor: a.cursor });
-      return { results: await presentSearchResults(c, page.items), pagination: page.pagination };
+      return { results: await presentSearchResults(c, page.items), truncated: page.truncated, pagination: page.pagination };
     },
   });
 }

@@ -37,7 +37,7 @@ export interface TextRow {
 
 /**
  * At most this many matches of one query are ranked: the newest ones (by index order on SQLite, by
- * id on Postgres, both close to arrival order). A word in nearly every email of a large mailbox
+ * id on Postgres, both close to arrival order); a search says when it cut (`truncated`). A word in nearly every email of a large mailbox
  * would otherwise cost a rank computation per email on every page; past this many, recent mail is
  * what a person looking for it most likely means. Narrow the query (more words, `from:`, dates) to
  * reach older mail. Emails and files are cut apart (a search of both ranks up to twice this many).
@@ -49,6 +49,15 @@ export const MAX_RANKED_MATCHES = 10_000;
 
 /** A keyset position in a ranked list: (rank, id); lower ranks are better. */
 export type RankKey = [number, string];
+
+/**
+ * One batch of ranked candidates, and whether the query had more matches in scope than
+ * MAX_RANKED_MATCHES (so the oldest of them were not ranked at all, on any page).
+ */
+export interface Ranked<R> {
+  rows: R[];
+  truncated: boolean;
+}
 
 export interface SearchIndex {
   putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void>;
@@ -65,17 +74,20 @@ export interface SearchIndex {
    * `mailboxIds` (the scope, resolved by the caller from src/auth/access.ts) that match the query,
    * best first, then by id, strictly after the keyset `after`, at most `limit`. The mailbox list
    * narrows the match inside the index itself, so another tenant's matches are never ranked; the
-   * caller still checks every row it keeps against the emails table.
+   * caller still checks every row it keeps against the emails table. Of the matches in those
+   * mailboxes, the newest MAX_RANKED_MATCHES are ranked (`truncated` when there were more).
    */
-  rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<{ email_id: string; rank: number }[]>;
+  rankedEmails(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], after: RankKey | null, limit: number): Promise<Ranked<{ email_id: string; rank: number }>>;
   /**
    * Files of `mailboxIds` (the scope, resolved by the caller) whose current version's text matches
    * the query's plain words and that meet `where` (a condition on `files`, built by the caller: scope
    * again, withheld mail, the query's filters), best first, then by id, strictly after `after`, at
-   * most `limit`: `(file_id, rank)`. On SQLite, of the matching files in those mailboxes, the newest
-   * MAX_RANKED_MATCHES are ranked (the mailbox list is checked before that cut, `where` after it).
+   * most `limit`: `(file_id, rank)`. Of the live files in those mailboxes whose current text matches,
+   * the newest MAX_RANKED_MATCHES (by the text's index order on SQLite, by file id on Postgres) are
+   * ranked, on both databases (`truncated` when there
+   * were more): the mailbox list is checked before that cut, `where` after it.
    */
-  rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<{ file_id: string; rank: number }[]>;
+  rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<Ranked<{ file_id: string; rank: number }>>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */
   textMatches(q: SearchQuery): RawBuilder<{ sha256: string; rank: number }> | null;
 }

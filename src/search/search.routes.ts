@@ -36,7 +36,12 @@ export const searchResult = named(
   }),
   'One search hit: an email (with its summary) or a file, its score and a plain-text snippet.',
 );
-const data = z.object({ results: z.array(searchResult), pagination: Pagination });
+const truncatedField = z
+  .boolean()
+  .describe(
+    'True when the query matched more than 10,000 emails (or more than 10,000 files) in scope: only the newest 10,000 of each were ranked, on every page. Narrow the query (more words, from:, before:/after:) to reach older matches.',
+  );
+const data = z.object({ results: z.array(searchResult), truncated: truncatedField, pagination: Pagination });
 
 /** Search hits as API objects: the email summary or file beside each, as the lists present them. */
 export async function presentSearchResults(ctx: RequestCtx, hits: SearchHit[]) {
@@ -71,7 +76,7 @@ export function registerSearchRoutesR(app: App) {
       reasonOf(req);
       const q = req.query;
       const page = await search(req.ctx, { accountId: q.account_id, mailboxId: q.mailbox_id, q: q.q, kind: q.kind, limit: q.limit, cursor: q.cursor });
-      return { success: true as const, data: { results: await presentSearchResults(req.ctx, page.items), pagination: page.pagination } };
+      return { success: true as const, data: { results: await presentSearchResults(req.ctx, page.items), truncated: page.truncated, pagination: page.pagination } };
     },
   );
 }
@@ -91,7 +96,7 @@ export function registerSearchRoutesA(app: App) {
     async (req) => {
       const q = req.query;
       const page = await search(req.ctx, { accountId: q.account_id, mailboxId: q.bucket_id, q: q.q, kind: q.kind, limit: q.limit, cursor: q.cursor });
-      return { data: { results: await presentSearchResults(req.ctx, page.items), pagination: page.pagination } };
+      return { data: { results: await presentSearchResults(req.ctx, page.items), truncated: page.truncated, pagination: page.pagination } };
     },
   );
 }

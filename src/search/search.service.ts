@@ -125,12 +125,15 @@ async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: 
   const mailboxIds = await scopeMailboxIds(ctx, scope);
   const filters = emailFilterConditions(q);
   const apiKey = viewerOf(ctx).apiKey;
-  if (filters.length) return searchEmailsJoined(ctx, q, scope, mailboxIds, filters, key, limit);
+  if (filters.length) return { hits: await searchEmailsJoined(ctx, q, scope, mailboxIds, filters, key, limit), truncated: false };
   const out: SearchHit[] = [];
+  let truncated = false;
   let batch = Math.max(50, (limit + 1) * 2);
   let from = key;
   while (out.length <= limit) {
-    const candidates = await index.rankedEmails(ctx.db, q, mailboxIds, from, batch);
+    const ranked = await index.rankedEmails(ctx.db, q, mailboxIds, from, batch);
+    truncated ||= ranked.truncated;
+    const candidates = ranked.rows;
     if (!candidates.length) break;
     let query = ctx.db
       .selectFrom('emails')
@@ -150,12 +153,13 @@ async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: 
     // Few are dropped (withheld mail only), so this rarely runs twice.
     batch = Math.min(batch * 8, 5_000);
   }
-  return out;
+  return { hits: out, truncated };
 }
 
 /**
  * With has:attachment, before: or after:, which may leave out most matches, the match is joined to
- * `emails` in one query instead (still narrowed to the scope's mailboxes inside the index).
+ * `emails` in one query instead (still narrowed to the scope's mailboxes inside the index). Every
+ * match is ranked here: no cap, so never `truncated`.
  */
 async function searchEmailsJoined(ctx: RequestCtx, q: SearchQuery, scope: Scope, mailboxIds: string[], filters: Expression<SqlBool>[], key: Key | null, limit: number) {
   const m = searchIndex(ctx).emailMatches(q, mailboxIds);
@@ -181,7 +185,7 @@ async function searchEmailsJoined(ctx: RequestCtx, q: SearchQuery, scope: Scope,
  */
 async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
   // Field operators other than filename: describe emails only.
-  if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return [];
+  if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return { hits: [], truncated: false };
   const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
   const eb = expressionBuilder<DB, 'files'>();
   const conds: Expression<SqlBool>[] = [eb('files.deleted_at', 'is', null), scopeCondition(scope, 'files')];
@@ -193,17 +197,17 @@ async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: K
   const hit = (file: FilesTable, rank: number): SearchHit => ({ kind: 'file', id: file.id, mailboxId: file.mailbox_id, rank, snippet: null, file });
   if (contentTerms(q).some((t) => !t.negated)) {
     // Ranked on the index's side; the wide rows are read for this page only.
-    const ranked = await searchIndex(ctx).rankedFiles(ctx.db, q, await scopeMailboxIds(ctx, scope), where, key, limit + 1);
-    if (!ranked.length) return [];
+    const { rows: ranked, truncated } = await searchIndex(ctx).rankedFiles(ctx.db, q, await scopeMailboxIds(ctx, scope), where, key, limit + 1);
+    if (!ranked.length) return { hits: [], truncated };
     const rows = new Map((await ctx.db.selectFrom('files').selectAll().where('id', 'in', ranked.map((r) => r.file_id)).execute()).map((f) => [f.id, f as FilesTable]));
-    return ranked.filter((r) => rows.has(r.file_id)).map((r) => hit(rows.get(r.file_id)!, Number(r.rank)));
+    return { hits: ranked.filter((r) => rows.has(r.file_id)).map((r) => hit(rows.get(r.file_id)!, Number(r.rank))), truncated };
   }
-  if (!filename) return [];
+  if (!filename) return { hits: [], truncated: false };
   // `filename:` terms alone match paths only: no text rank (0), in id order.
   let rows = ctx.db.selectFrom('files').selectAll().where(where);
   if (key) rows = rows.where(after(key, sql<number>`0`, sql<string>`files.id`)!);
   const found = await rows.orderBy('files.id').limit(limit + 1).execute();
-  return found.map((f) => hit(f as FilesTable, 0));
+  return { hits: found.map((f) => hit(f as FilesTable, 0)), truncated: false };
 }
 
 export interface SearchInput {
@@ -215,7 +219,11 @@ export interface SearchInput {
   cursor?: string;
 }
 
-/** Ranked results (best first, then by id) over emails and files, with plain-text snippets. */
+/**
+ * Ranked results (best first, then by id) over emails and files, with plain-text snippets.
+ * `truncated`: the query matched more than MAX_RANKED_MATCHES emails (or files) in scope, so only
+ * the newest of them were ranked, on every page of it.
+ */
 export async function search(ctx: RequestCtx, input: SearchInput) {
   const q = parseQuery(input.q);
   const scope = await searchScope(ctx, input);
@@ -228,15 +236,21 @@ export async function search(ctx: RequestCtx, input: SearchInput) {
   }
   const kinds: SearchKind[] = input.kind ? [input.kind] : ['email', 'file'];
   const found: SearchHit[] = [];
-  if (kinds.includes('email')) found.push(...(await searchEmails(ctx, q, scope, key, input.limit)));
-  if (kinds.includes('file')) found.push(...(await searchFiles(ctx, q, scope, key, input.limit)));
+  // Whether the newest-MAX_RANKED_MATCHES cap left matches of emails or files unranked.
+  let truncated = false;
+  for (const [kind, run] of [['email', searchEmails], ['file', searchFiles]] as const) {
+    if (!kinds.includes(kind)) continue;
+    const r = await run(ctx, q, scope, key, input.limit);
+    found.push(...r.hits);
+    truncated ||= r.truncated;
+  }
   found.sort((a, b) => a.rank - b.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const hasMore = found.length > input.limit;
   const items = found.slice(0, input.limit);
   await addSnippets(ctx, items, q);
   const last = items.at(-1);
   const next = hasMore && last ? encodeCursor(ctx.secret, 'search', filters, [last.rank, last.id]) : null;
-  return { items, pagination: { limit: input.limit, has_more: hasMore, next_cursor: next } };
+  return { items, truncated, pagination: { limit: input.limit, has_more: hasMore, next_cursor: next } };
 }
 
 async function addSnippets(ctx: RequestCtx, items: SearchHit[], q: SearchQuery): Promise<void> {

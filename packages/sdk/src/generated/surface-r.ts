@@ -9488,6 +9488,8 @@ export interface operations {
                         success: true;
                         data: {
                             results: components["schemas"]["SearchResult"][];
+                            /** @description True when the query matched more than 10,000 emails (or more than 10,000 files) in scope: only the newest 10,000 of each were ranked, on every page. Narrow the query (more words, from:, before:/after:) to reach older matches. */
+                            truncated: boolean;
                             pagination: components["schemas"]["Pagination"];
                         };
                     };
