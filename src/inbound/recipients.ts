@@ -3,6 +3,7 @@ import type { PlanLimits } from '../accounts/plans.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { AppError } from '../errors.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
 import { receivedUsage } from './usage.ts';
 import { senderAllowed } from './allowlist.ts';
 import { customDomainBlock, isVerifiedCustomDomain } from '../domains/domains.repo.ts';
@@ -25,6 +26,22 @@ export const SERVER_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 const ADDRESS = /^[^\s@<>()\[\],;:"\\]{1,64}@[a-z0-9.-]{1,253}$/;
 
+/** The RCPT lookup: the address's mailbox and account (built once, src/db/compiled-query.ts). */
+const RECIPIENT_LOOKUP = compiledQuery(
+  (db, address: string) =>
+    db
+      .selectFrom('email_addresses')
+      .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
+      .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+      .select([
+        'email_addresses.role', 'email_addresses.id as address_id', 'email_addresses.domain as address_domain', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
+        'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
+        'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
+      ])
+      .where('email_addresses.address', '=', address),
+  1,
+);
+
 /**
  * Decides RCPT TO for one address: our mailbox (550 5.1.1 when unknown on our domains, 550 5.7.1
  * for other domains: never an open relay), receiving state, account state, sender allowlist, and
@@ -34,17 +51,7 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   const address = rcpt.trim().toLowerCase();
   if (!ADDRESS.test(address)) throw new AppError('RECIPIENT_UNKNOWN', `${rcpt.slice(0, 100)}: not a valid mailbox address`);
   const domain = address.slice(address.lastIndexOf('@') + 1);
-  const row = await deps.db
-    .selectFrom('email_addresses')
-    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
-    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
-    .select([
-      'email_addresses.role', 'email_addresses.id as address_id', 'email_addresses.domain as address_domain', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
-      'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
-      'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
-    ])
-    .where('email_addresses.address', '=', address)
-    .executeTakeFirst();
+  const row = await RECIPIENT_LOOKUP.executeTakeFirst(deps.db, address);
   if (!row) {
     if (!(await isOurDomain(deps, domain))) throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
     throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
