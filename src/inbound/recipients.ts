@@ -1,4 +1,6 @@
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely';
 import type { AppDeps } from '../context.ts';
+import type { DB } from '../db/schema.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
@@ -87,6 +89,20 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes };
 }
 
+/** Addresses (`where`) still routed to a live mailbox that receives mail. */
+function routed(db: Kysely<DB>, where: (eb: ExpressionBuilder<DB, 'email_addresses' | 'mailboxes'>) => Expression<SqlBool>) {
+  return db
+    .selectFrom('email_addresses')
+    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
+    .select(['email_addresses.address', 'email_addresses.mailbox_id'])
+    .where(where)
+    .where('email_addresses.role', 'in', ['primary', 'alias'])
+    .where('mailboxes.archived_at', 'is', null)
+    .where('mailboxes.deleted_at', 'is', null)
+    .where('mailboxes.receiving_enabled', '=', 1);
+}
+const ROUTED_ONE = compiledQuery((db, address: string) => routed(db, (eb) => eb('email_addresses.address', '=', address)), 1);
+
 /**
  * The recipients whose address still routes to the same receiving mailbox at the end of DATA: an
  * alias deleted, an address rotated away, or a mailbox archived, deleted or closed since RCPT gets
@@ -96,16 +112,9 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
 export async function stillRouted(deps: AppDeps, recipients: Recipient[]): Promise<Recipient[]> {
   if (!recipients.length) return recipients;
   // Also leaves out mailboxes archived, deleted or closed to mail since RCPT: the others still get it.
-  const rows = await deps.db
-    .selectFrom('email_addresses')
-    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
-    .select(['email_addresses.address', 'email_addresses.mailbox_id'])
-    .where('email_addresses.address', 'in', [...new Set(recipients.map((r) => r.address))])
-    .where('email_addresses.role', 'in', ['primary', 'alias'])
-    .where('mailboxes.archived_at', 'is', null)
-    .where('mailboxes.deleted_at', 'is', null)
-    .where('mailboxes.receiving_enabled', '=', 1)
-    .execute();
+  const addresses = [...new Set(recipients.map((r) => r.address))];
+  // Most messages have one recipient address: that query is built once.
+  const rows = addresses.length === 1 ? await ROUTED_ONE.execute(deps.db, addresses[0]!) : await routed(deps.db, (eb) => eb('email_addresses.address', 'in', addresses)).execute();
   const live = new Set(rows.map((r) => `${r.mailbox_id} ${r.address}`));
   return recipients.filter((r) => live.has(`${r.mailboxId} ${r.address}`));
 }
