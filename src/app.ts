@@ -93,6 +93,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
           log: logger,
           metrics,
           listen: database.dialect === 'postgres' ? { url: config.databaseUrl, schema: config.databaseSchema } : undefined,
+          relaxed: (work) => database!.commits.relaxed(work),
         });
       }
       const deps: AppDeps = {

@@ -65,6 +65,34 @@ describeEachDatabase('durable jobs', (app) => {
     expect(most).toBe(1);
   });
 
+  it('starts an exclusive task with minIntervalMs no sooner than that after it was seen due and after the previous run, with relaxed bookkeeping; drain() waits for it', async () => {
+    const a = app();
+    const d = a.started.deps;
+    const task = `t.interval.${Math.random()}`;
+    const w = new Worker({ db: d.db, dialect: d.dialect, now: () => new Date(), log: { error: () => undefined }, pollMs: 20, relaxed: (work) => d.commits.relaxed(work) });
+    workers.push(w);
+    const runs: { start: number; end: number; n: number }[] = [];
+    w.register(task, {
+      exclusive: true,
+      minIntervalMs: 40,
+      handler: async (p: { n: number }) => {
+        const start = performance.now();
+        await new Promise((r) => setImmediate(r));
+        runs.push({ start, end: performance.now(), n: p.n });
+      },
+    });
+    const ids = [];
+    for (const n of [1, 2]) ids.push(await enqueue(d.db, d.dialect, task, { n }, new Date()));
+    const started = performance.now();
+    await w.start();
+    await w.drain();
+    expect(runs.map((r) => r.n).sort()).toEqual([1, 2]);
+    // Lower bounds only: a busy machine makes the waits longer, never shorter.
+    expect(runs[0]!.start - started).toBeGreaterThanOrEqual(39);
+    expect(runs[1]!.start - runs[0]!.end).toBeGreaterThanOrEqual(39);
+    for (const id of ids) expect((await jobRow(a, id!)).status).toBe('done');
+  });
+
   it('retries temporary failures with backoff, fails permanent ones at once, and gives up after max attempts', async () => {
     const a = app();
     let t = Date.now();

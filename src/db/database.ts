@@ -131,6 +131,11 @@ function openSqlite(file: string, durable: DurableOptions): Database {
   database.pragma('synchronous = FULL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
+  // Temporary tables and indexes (ORDER BY sorters, the rowid lists of an UPDATE … WHERE id IN
+  // (SELECT …)) in memory: with the default, each statement that needs one sets up and tears down a
+  // temporary database, ~0.9 ms for an UPDATE that changes nothing (the job claim, many times a
+  // second). Ours are small: bounded by LIMITs and batch sizes.
+  database.pragma('temp_store = MEMORY');
   // Reads through a memory map of the database file (up to SQLite's 2 GiB cap) instead of a read()
   // system call and a copy per page missing from the 2 MiB page cache. Pages come from the OS page
   // cache either way (shared, reclaimable); writes still go through the WAL. Random look-ups over a

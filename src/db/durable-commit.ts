@@ -21,6 +21,17 @@ import type { DB } from './schema.ts';
  */
 export interface DurableCommits {
   commit<T>(work: (trx: Kysely<DB>) => Promise<T>): Promise<{ value: T; durable: Promise<void> }>;
+  /**
+   * Runs `work` (statements or a transaction of its own) whose commits need not be on disk when it
+   * returns: on SQLite with `synchronous = NORMAL`, so they are written to the WAL without an fsync
+   * on the event loop, and the next synced commit (any FULL write, or a `commit`'s sync) covers them.
+   * The WAL is a log: a power loss can lose only its latest commits, never an earlier one while
+   * keeping a later one, and a process crash loses nothing. For bookkeeping that is redone when
+   * lost: job claims and completions (a job whose claim or completion is lost runs again, which
+   * jobs must tolerate anyway) and the labeling a lost completion re-runs. On Postgres `work` runs
+   * as is.
+   */
+  relaxed<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -37,6 +48,7 @@ export function postgresCommits(db: Kysely<DB>, opts: DurableOptions = {}): Dura
       const value = await db.transaction().execute(work);
       return { value, durable: opts.beforeDurable ? opts.beforeDurable() : done };
     },
+    relaxed: (work) => work(db),
     close: async () => undefined,
   };
 }
@@ -57,6 +69,17 @@ export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions
       });
       const durable = opts.beforeDurable ? opts.beforeDurable().then(() => wal.sync()) : wal.sync();
       return { value, durable };
+    },
+    async relaxed(work) {
+      if (!wal) return work(db);
+      return db.connection().execute(async (conn) => {
+        await sql`PRAGMA synchronous = NORMAL`.execute(conn);
+        try {
+          return await work(conn);
+        } finally {
+          await sql`PRAGMA synchronous = FULL`.execute(conn);
+        }
+      });
     },
     close: async () => wal?.close(),
   };

@@ -1,15 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { DB, FilesTable, FileVersionsTable } from '../db/schema.ts';
 import type { GroupUsage } from './files.write.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
+
+// Read for every file write and every received message (built once: src/db/compiled-query.ts).
+const GROUP_USAGE = compiledQuery(
+  (db, groupId: string) =>
+    db
+      .selectFrom('mailboxes')
+      .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+      .select((eb) => [eb.fn.sum<number>('mailboxes.files_count').as('files'), eb.fn.sum<number>('mailboxes.storage_bytes').as('storage')])
+      .where('mailboxes.deleted_at', 'is', null)
+      .where((eb) => eb.or([eb('accounts.id', '=', groupId), eb('accounts.parent_account_id', '=', groupId)])),
+  1,
+);
 
 export async function groupUsage(db: Kysely<DB>, groupId: string): Promise<GroupUsage> {
-  const row = await db
-    .selectFrom('mailboxes')
-    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
-    .select((eb) => [eb.fn.sum<number>('mailboxes.files_count').as('files'), eb.fn.sum<number>('mailboxes.storage_bytes').as('storage')])
-    .where('mailboxes.deleted_at', 'is', null)
-    .where((eb) => eb.or([eb('accounts.id', '=', groupId), eb('accounts.parent_account_id', '=', groupId)]))
-    .executeTakeFirstOrThrow();
+  const row = (await GROUP_USAGE.executeTakeFirst(db, groupId))!;
   return { files: Number(row.files ?? 0), storage: Number(row.storage ?? 0) };
 }
 

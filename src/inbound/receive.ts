@@ -119,9 +119,10 @@ export class InboundPipeline {
       const flags = spamSignals(bytes, parsed);
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
-      const jsonOf = (r: Recipient) => Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2));
+      const messages = accepted.map((r) => ({ ...parsed.messageJson(), delivered_to: r.address }));
+      const jsonBytes = messages.map((m) => Buffer.from(JSON.stringify(m, null, 2)));
       // Every blob of the message is written (and fsynced) in parallel.
-      const [jsons] = await Promise.all([Promise.all(accepted.map((r) => deps.blobs.putBuffer(jsonOf(r)))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
+      const [jsons] = await Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
       const raw = await putting.catch(failed);
       const deliveries: InboundDelivery[] = [];
       for (const [i, r] of accepted.entries()) {
@@ -133,6 +134,7 @@ export class InboundPipeline {
           raw,
           parsed,
           messageJson: jsons[i]!,
+          message: messages[i]!,
           storedAttachments,
           envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
           auth,

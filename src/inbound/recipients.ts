@@ -1,8 +1,11 @@
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely';
 import type { AppDeps } from '../context.ts';
+import type { DB } from '../db/schema.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { AppError } from '../errors.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
 import { receivedUsage } from './usage.ts';
 import { senderAllowed } from './allowlist.ts';
 import { customDomainBlock, isVerifiedCustomDomain } from '../domains/domains.repo.ts';
@@ -25,6 +28,22 @@ export const SERVER_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 const ADDRESS = /^[^\s@<>()\[\],;:"\\]{1,64}@[a-z0-9.-]{1,253}$/;
 
+/** The RCPT lookup: the address's mailbox and account (built once, src/db/compiled-query.ts). */
+const RECIPIENT_LOOKUP = compiledQuery(
+  (db, address: string) =>
+    db
+      .selectFrom('email_addresses')
+      .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
+      .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+      .select([
+        'email_addresses.role', 'email_addresses.id as address_id', 'email_addresses.domain as address_domain', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
+        'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
+        'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
+      ])
+      .where('email_addresses.address', '=', address),
+  1,
+);
+
 /**
  * Decides RCPT TO for one address: our mailbox (550 5.1.1 when unknown on our domains, 550 5.7.1
  * for other domains: never an open relay), receiving state, account state, sender allowlist, and
@@ -34,17 +53,7 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   const address = rcpt.trim().toLowerCase();
   if (!ADDRESS.test(address)) throw new AppError('RECIPIENT_UNKNOWN', `${rcpt.slice(0, 100)}: not a valid mailbox address`);
   const domain = address.slice(address.lastIndexOf('@') + 1);
-  const row = await deps.db
-    .selectFrom('email_addresses')
-    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
-    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
-    .select([
-      'email_addresses.role', 'email_addresses.id as address_id', 'email_addresses.domain as address_domain', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
-      'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
-      'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
-    ])
-    .where('email_addresses.address', '=', address)
-    .executeTakeFirst();
+  const row = await RECIPIENT_LOOKUP.executeTakeFirst(deps.db, address);
   if (!row) {
     if (!(await isOurDomain(deps, domain))) throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
     throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
@@ -80,6 +89,20 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes };
 }
 
+/** Addresses (`where`) still routed to a live mailbox that receives mail. */
+function routed(db: Kysely<DB>, where: (eb: ExpressionBuilder<DB, 'email_addresses' | 'mailboxes'>) => Expression<SqlBool>) {
+  return db
+    .selectFrom('email_addresses')
+    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
+    .select(['email_addresses.address', 'email_addresses.mailbox_id'])
+    .where(where)
+    .where('email_addresses.role', 'in', ['primary', 'alias'])
+    .where('mailboxes.archived_at', 'is', null)
+    .where('mailboxes.deleted_at', 'is', null)
+    .where('mailboxes.receiving_enabled', '=', 1);
+}
+const ROUTED_ONE = compiledQuery((db, address: string) => routed(db, (eb) => eb('email_addresses.address', '=', address)), 1);
+
 /**
  * The recipients whose address still routes to the same receiving mailbox at the end of DATA: an
  * alias deleted, an address rotated away, or a mailbox archived, deleted or closed since RCPT gets
@@ -89,16 +112,9 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
 export async function stillRouted(deps: AppDeps, recipients: Recipient[]): Promise<Recipient[]> {
   if (!recipients.length) return recipients;
   // Also leaves out mailboxes archived, deleted or closed to mail since RCPT: the others still get it.
-  const rows = await deps.db
-    .selectFrom('email_addresses')
-    .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
-    .select(['email_addresses.address', 'email_addresses.mailbox_id'])
-    .where('email_addresses.address', 'in', [...new Set(recipients.map((r) => r.address))])
-    .where('email_addresses.role', 'in', ['primary', 'alias'])
-    .where('mailboxes.archived_at', 'is', null)
-    .where('mailboxes.deleted_at', 'is', null)
-    .where('mailboxes.receiving_enabled', '=', 1)
-    .execute();
+  const addresses = [...new Set(recipients.map((r) => r.address))];
+  // Most messages have one recipient address: that query is built once.
+  const rows = addresses.length === 1 ? await ROUTED_ONE.execute(deps.db, addresses[0]!) : await routed(deps.db, (eb) => eb('email_addresses.address', 'in', addresses)).execute();
   const live = new Set(rows.map((r) => `${r.mailbox_id} ${r.address}`));
   return recipients.filter((r) => live.has(`${r.mailboxId} ${r.address}`));
 }

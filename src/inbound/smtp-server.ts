@@ -58,7 +58,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
 
   // One log line (and one metrics sample) per transaction: when DATA is answered, or when a
   // transaction ends without DATA (all recipients refused, RSET, a new MAIL FROM, disconnect).
-  const report = (session: SMTPServerSession, tx: Transaction, outcome: { code: number; size?: number; ids?: string[]; auth?: ReceiveReport['auth'] }) => {
+  const report = (session: SMTPServerSession, tx: Transaction, outcome: { code: number; size?: number; ids?: string[]; auth?: ReceiveReport['auth']; error?: unknown }) => {
     if (tx.logged) return;
     tx.logged = true;
     const accepted = outcome.code >= 200 && outcome.code < 300;
@@ -81,6 +81,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
           dmarc: auth?.dmarc.result ?? null,
           reply: outcome.code || null,
           outcome: result,
+          error: outcome.error === undefined ? null : errorOf(outcome.error),
           ms: Date.now() - tx.startedAt,
         },
       },
@@ -173,7 +174,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
         busy.delete(session.id);
         deps.metrics.smtpIngest.observe({ outcome: reply ? 'refused' : 'accepted' }, (Date.now() - dataAt) / 1000);
         if (!reply && dataEndAt) deps.metrics.smtpDataEndToReply.observe((performance.now() - dataEndAt) / 1000);
-        report(session, tx, { code: reply?.responseCode ?? 250, size: facts.size, ids, auth: facts.auth });
+        report(session, tx, { code: reply?.responseCode ?? 250, size: facts.size, ids, auth: facts.auth, error: err || undefined });
         if (reply) cb(reply);
         else cb(null, `2.0.0 Ok: stored ${ids!.join(' ')}`);
         // Shutting down: the reply is on its way; the session is closed right after it.
@@ -239,6 +240,17 @@ function smtpError(code: number, enhanced: string, text: string): Error & { resp
 }
 
 /** Maps the catalogue's `smtp` replies; anything unexpected is a temporary failure (451). */
+/**
+ * What the transaction log line says about a refused DATA: the error code, and for a storage fault
+ * the underlying error's message (src/inbound/receive.ts keeps it as `cause`), never more than 200
+ * characters. Messages of our errors and of database and file system errors name no secrets.
+ */
+function errorOf(err: unknown): { code: string; cause: string | null } {
+  if (err instanceof AppError) return { code: err.code, cause: typeof err.details.cause === 'string' ? err.details.cause : null };
+  const e = err as Error;
+  return { code: e?.name && e.name !== 'Error' ? e.name : 'INTERNAL', cause: String(e?.message ?? err).slice(0, 200) };
+}
+
 function toSmtpError(err: unknown, opts: SmtpOptions): Error & { responseCode: number } {
   if (err instanceof AppError) {
     const entry = ERROR_CATALOGUE[err.code] as { smtp?: { code: number; enhanced: string } };

@@ -3,7 +3,8 @@ import type { AppDeps } from '../context.ts';
 import type { AccountsTable, DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AuthSummary } from './authenticate.ts';
-import type { AttachmentSummary, ParsedEmail } from './parse-types.ts';
+import type { AttachmentSummary, MessageJson, ParsedEmail } from './parse-types.ts';
+import { recentMessagesOf } from '../labels/recent-messages.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
 import { groupUsage } from '../files/files.repo.ts';
@@ -32,11 +33,15 @@ export interface InboundDelivery {
   parsed: ParsedEmail;
   /** message.json for this recipient (delivered_to differs per recipient). */
   messageJson: StoredBlob;
+  /** Its content, when the caller has it: handed to the labeling job (src/labels/recent-messages.ts). */
+  message?: MessageJson;
   /** Attachments whose bytes were stored; the others count as omitted. */
   storedAttachments: AttachmentSummary[];
   envelope: { mailFrom: string | null; clientIp: string | null; helo: string | null };
   auth: AuthSummary | null;
   spamFlags: string[];
+  /** Set by the store: the message.json file's id. */
+  jsonFileId?: string;
 }
 
 /** Rows of one transaction, written with one multi-row insert per table at the end. */
@@ -129,6 +134,9 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     await assertWithinAllowance(trx, groupLimits, deliveries[0]!.receivedAt);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
+  // Committed: the labeling job may take each message.json from memory instead of the store.
+  const recent = recentMessagesOf(deps);
+  if (recent) for (const d of deliveries) if (d.message && d.jsonFileId) recent.put(d.jsonFileId, d.message, d.messageJson.byteSize);
   return { durable };
 }
 
@@ -289,6 +297,7 @@ async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, li
     labeling: 'pending', label: null, labeled_at: null, read_at: null, read_by_user_id: null, read_by_api_key_id: null, delivery: null, created_at: now,
   };
   batch.emails.push(row);
+  d.jsonFileId = row.json_file_id ?? undefined;
   conversations.remember(row);
   batch.events.push(
     eventRow({

@@ -24,13 +24,14 @@ export function registerMaintenance(worker: Worker, deps: AppDeps): void {
     // Site analytics older than CUBBY_SITE_ANALYTICS_RETENTION_DAYS (default 90), and past days' visitor hashes.
     ['maintenance.site_analytics', 60 * MINUTE, () => purgeSiteAnalytics(deps.db, deps.now(), deps.config.siteAnalytics.retentionDays)],
     ['maintenance.jobs', 60 * MINUTE, () => sweepFinishedJobs(deps.db, deps.now())],
-    // Crash leftovers (temp files, blobs whose row was never committed) past CUBBY_ORPHAN_SWEEP_AGE_S;
-    // hourly, or as often as the age when that is shorter, so a short age is honoured soon.
+    // Crash leftovers (temp files, blobs whose row was never committed) past CUBBY_ORPHAN_SWEEP_AGE_S
+    // by the file system's clock (not deps.now()); hourly, or as often as the age when that is
+    // shorter, so a short age is honoured soon.
     [
       'maintenance.orphans',
       Math.max(1000, Math.min(60 * MINUTE, deps.config.orphanSweepAgeMs)),
       async () => {
-        const swept = await sweepOrphans(deps.db, deps.blobs, deps.now(), deps.config.orphanSweepAgeMs);
+        const swept = await sweepOrphans(deps.db, deps.blobs, deps.config.orphanSweepAgeMs);
         // Worth a line only when a crash left something behind.
         if (swept.parts || swept.blobs) deps.log.info({ swept: { temp_files: swept.parts, blobs: swept.blobs } }, 'removed crash leftovers');
       },

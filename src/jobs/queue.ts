@@ -53,6 +53,24 @@ export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, pa
 }
 
 /**
+ * Which of `tasks` have a job due (queued, or running with its lease run out): a read, so that a
+ * worker looking for work writes nothing (and claims per task only) when there is some.
+ */
+export async function dueTasks(db: Kysely<DB>, tasks: string[], now: Date): Promise<Set<string>> {
+  if (tasks.length === 0) return new Set();
+  const nowIso = iso(now);
+  const rows = await db
+    .selectFrom('jobs')
+    .select('task')
+    .distinct()
+    .where('task', 'in', tasks)
+    .where('run_at', '<=', nowIso)
+    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('locked_until', '<', nowIso)])]))
+    .execute();
+  return new Set(rows.map((r) => r.task));
+}
+
+/**
  * Claims up to `limit` due jobs for `workerId` with a lease. Jobs whose lease ran out (a
  * worker died) are due again. Postgres skips rows other workers hold (SKIP LOCKED).
  */

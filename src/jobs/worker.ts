@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { DB, JobsTable } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { randomToken } from '../ids.ts';
-import { claimJobs, completeJob, enqueue, failJob, JOBS_CHANNEL, releaseJobs } from './queue.ts';
+import { claimJobs, completeJob, dueTasks, enqueue, failJob, JOBS_CHANNEL, releaseJobs } from './queue.ts';
 import type { Metrics } from '../ops/metrics.ts';
 
 /** Thrown by a handler when retrying cannot help: the job fails at once. */
@@ -31,7 +31,21 @@ export interface TaskDefinition {
   leaseMs?: number;
   /** At most one job of this task runs at a time in this worker (sweeps that handle "everything pending"). */
   exclusive?: boolean;
+  /**
+   * With `exclusive`: a job of this task starts at least this long after this worker first saw it
+   * due and after the previous one ended, so that a sweep queued again and again by a stream of
+   * changes (labeling, behind every group commit of received mail) handles them in batches
+   * instead of one run each.
+   */
+  minIntervalMs?: number;
 }
+
+/**
+ * Wake-ups (an enqueue, a NOTIFY, a finished job) within this long share one look for work: a
+ * burst of received mail (a group commit every few ms, each queueing labeling) costs a few claims
+ * a second instead of one per commit, for at most this much more wait.
+ */
+const WAKE_DELAY_MS = 10;
 
 export interface RecurringTask {
   task: string;
@@ -55,6 +69,12 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Idle poll interval: wake-ups make most work start sooner. */
   pollMs?: number;
+  /**
+   * Runs the job table's bookkeeping (claims, completions, failures) without waiting for the disk
+   * (DurableCommits.relaxed): a claim or completion lost to a power loss only makes the job run
+   * again. Default: as is.
+   */
+  relaxed?: <T>(work: (db: Kysely<DB>) => Promise<T>) => Promise<T>;
 }
 
 /**
@@ -70,8 +90,12 @@ export class Worker {
   private running = 0;
   private readonly runningJobs = new Map<string, JobsTable>();
   private runningByTask = new Map<string, number>();
+  private lastEnded = new Map<string, number>();
+  /** When this worker first saw a job of a task with minIntervalMs due (real time, whatever `now` says). */
+  private dueSince = new Map<string, number>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
+  private timerAt = 0;
   private recurringTimer: NodeJS.Timeout | undefined;
   private listener: pg.Client | undefined;
   private pumping = false;
@@ -81,6 +105,10 @@ export class Worker {
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: WorkerOptions) {}
+
+  private relaxed<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    return this.opts.relaxed ? this.opts.relaxed(work) : work(this.opts.db);
+  }
 
   register(task: string, def: TaskDefinition): void {
     this.tasks.set(task, def);
@@ -114,6 +142,7 @@ export class Worker {
   async stop(opts: { graceMs?: number } = {}): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.timer = undefined;
     clearInterval(this.recurringTimer);
     await this.listener?.end().catch(() => undefined);
     await this.pumpDone;
@@ -137,9 +166,9 @@ export class Worker {
     this.opts.log.warn?.({ jobs: jobs.length, released }, 'shutdown grace ran out: running jobs gave their lease back');
   }
 
-  /** Look for work now (after a commit that enqueued some, or a NOTIFY). */
+  /** Look for work soon (after a commit that enqueued some, or a NOTIFY): within WAKE_DELAY_MS. */
   wake(): void {
-    if (!this.stopped) this.schedule(0);
+    if (!this.stopped) this.schedule(WAKE_DELAY_MS);
   }
 
   /** Resolves when no job is running and none is due: for tests and orderly shutdown. */
@@ -161,9 +190,16 @@ export class Worker {
     }
   }
 
+  /** Pumps in `ms`, unless a pump is already due sooner. */
   private schedule(ms: number) {
+    const at = performance.now() + ms;
+    if (this.timer && this.timerAt <= at) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.pump(), ms);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pump();
+    }, ms);
     this.timer.unref();
   }
 
@@ -184,10 +220,22 @@ export class Worker {
         // after its task's lease (a minute for most), not the longest lease of any task.
         const byLease = new Map<number, string[]>();
         const exclusive: [string, number][] = [];
+        // One read first: most looks find nothing due, and then no claim (a write per lease group) runs.
+        const due = await dueTasks(this.opts.db, [...this.tasks.keys()], this.opts.now());
         for (const [task, def] of this.tasks) {
+          if (!due.has(task)) continue;
           const lease = def.leaseMs ?? 60_000;
           if (def.exclusive) {
-            if (!this.runningByTask.get(task)) exclusive.push([task, lease]);
+            if (this.runningByTask.get(task)) continue;
+            const interval = def.minIntervalMs ?? 0;
+            const t = performance.now();
+            if (interval && !this.dueSince.has(task)) this.dueSince.set(task, t);
+            const wait = Math.max((this.lastEnded.get(task) ?? -Infinity) + interval, (this.dueSince.get(task) ?? -Infinity) + interval) - t;
+            if (wait > 0) this.schedule(Math.ceil(wait));
+            else {
+              this.dueSince.delete(task);
+              exclusive.push([task, lease]);
+            }
             continue;
           }
           byLease.set(lease, [...(byLease.get(lease) ?? []), task]);
@@ -197,11 +245,11 @@ export class Worker {
         // its queued jobs (a retry and a new run) could be taken by one claim and run together.
         for (const [task, leaseMs] of exclusive) {
           if (jobs.length >= free) break;
-          jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, [task], this.opts.now(), leaseMs, 1)));
+          jobs.push(...(await this.relaxed((db) => claimJobs(db, this.opts.dialect, this.id, [task], this.opts.now(), leaseMs, 1))));
         }
         for (const [leaseMs, tasks] of byLease) {
           if (jobs.length >= free) break;
-          jobs.push(...(await claimJobs(this.opts.db, this.opts.dialect, this.id, tasks, this.opts.now(), leaseMs, free - jobs.length)));
+          jobs.push(...(await this.relaxed((db) => claimJobs(db, this.opts.dialect, this.id, tasks, this.opts.now(), leaseMs, free - jobs.length))));
         }
         for (const job of jobs) void this.run(job);
         if (jobs.length === free) this.pumpAgain = true;
@@ -224,7 +272,7 @@ export class Worker {
     let outcome: 'done' | 'retry' | 'failed' = 'done';
     try {
       await def.handler(JSON.parse(job.payload), job);
-      await completeJob(this.opts.db, job, this.id, this.opts.now());
+      await this.relaxed((db) => completeJob(db, job, this.id, this.opts.now()));
     } catch (err) {
       const e = err as Error;
       const now = this.opts.now();
@@ -232,7 +280,7 @@ export class Worker {
       if (err instanceof RetryJobAt) retryAt = err.at;
       else if (!(err instanceof PermanentJobError) && job.attempts < job.max_attempts) retryAt = new Date(now.getTime() + (def.backoffMs ?? defaultBackoff)(job.attempts));
       if (err instanceof RetryJobAt && job.attempts >= job.max_attempts) retryAt = null;
-      await failJob(this.opts.db, job, this.id, now, `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, retryAt).catch((failErr) =>
+      await this.relaxed((db) => failJob(db, job, this.id, now, `${e?.name ?? 'Error'}: ${e?.message ?? String(err)}`, retryAt)).catch((failErr) =>
         this.opts.log.error({ err: failErr }, 'recording a job failure failed'),
       );
       outcome = retryAt === null ? 'failed' : 'retry';
@@ -247,6 +295,7 @@ export class Worker {
       }
       this.running--;
       this.runningByTask.set(job.task, (this.runningByTask.get(job.task) ?? 1) - 1);
+      if (def.minIntervalMs) this.lastEnded.set(job.task, performance.now());
       if (this.running === 0) for (const w of this.idleWaiters.splice(0)) w();
       this.wake();
     }

@@ -4,6 +4,7 @@ import type { EmailsTable, JobsTable } from '../db/schema.ts';
 import { BlobNotFoundError } from '../blobs/blob-store.ts';
 import { PermanentJobError, type Worker } from '../jobs/worker.ts';
 import { iso } from '../time.ts';
+import { recentMessagesOf } from './recent-messages.ts';
 import type { LabelAddress, LabelInput } from './classify.ts';
 import type { LabelProvider } from './provider.ts';
 
@@ -99,6 +100,8 @@ export function labelInputFromMessage(row: EmailRow, message: any): LabelInput {
 /** message.json parsed, or null when the row has none or its bytes are gone. Other storage errors throw (retry). */
 async function readMessageJson(deps: AppDeps, jsonFileId: string | null): Promise<unknown | null> {
   if (!jsonFileId) return null;
+  const recent = recentMessagesOf(deps)?.take(jsonFileId);
+  if (recent) return recent;
   const version = await deps.db
     .selectFrom('files')
     .innerJoin('file_versions', 'file_versions.id', 'files.current_version_id')
@@ -177,13 +180,15 @@ export async function labelEmails(deps: AppDeps, provider: LabelProvider, emailI
     // One update per category (a handful), not one per email.
     const byCategory = new Map<(typeof labels)[number]['category'], string[]>();
     for (const l of labels) byCategory.set(l.category, [...(byCategory.get(l.category) ?? []), l.id]);
-    await deps.db.transaction().execute(async (trx) => {
+    // Not synced before the job completes (DurableCommits.relaxed): the completion comes later in
+    // the WAL, so a power loss that loses these labels loses the completion too, and the job runs again.
+    await deps.commits.relaxed((db) => db.transaction().execute(async (trx) => {
       for (const [category, ids] of byCategory) {
         for (let i = 0; i < ids.length; i += 500) {
           await trx.updateTable('emails').set({ label: category, labeling: 'done', labeled_at: now }).where('id', 'in', ids.slice(i, i + 500)).where('labeling', '=', 'pending').execute();
         }
       }
-    });
+    }));
   }
   if (firstError) throw firstError;
 }
@@ -213,6 +218,10 @@ export function registerLabeler(worker: Worker, deps: AppDeps, provider: LabelPr
     leaseMs: 60_000,
     // One sweep at a time: two would label the same pending emails twice.
     exclusive: true,
+    // A sweep starts 50 ms after it was queued and after the previous one: under a stream of
+    // received mail it labels the messages in batches (each sweep costs a claim, two reads, an
+    // update and a completion, whatever its size).
+    minIntervalMs: 50,
   });
 }
 
