@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { describeEachDatabase } from './harness.ts';
 import { inbox } from './emails-helpers.ts';
 import { dbOf } from './factories.ts';
+import { webSignIn } from './account-helpers.ts';
 import { emailRow, storeEmails, storeFiles } from './search-seed.ts';
 import { searchIndex, MAX_RANKED_MATCHES } from '../src/search/search-index.ts';
 
@@ -35,6 +36,12 @@ describeEachDatabase('search cap', (app) => {
 
     const files = await search(owner.key, { q: w, kind: 'file', limit: 50 });
     expect(files.truncated).toBe(true);
+    // The dashboard's search page says so too, and how to reach older matches; not when nothing was cut.
+    const web = await webSignIn(app(), owner.email);
+    const cutPage = await web.get(`/search?q=${w}`);
+    expect(cutPage.status).toBe(200);
+    expect(cutPage.text).toContain(`only the newest ${MAX_RANKED_MATCHES.toLocaleString('en-US')} matching emails`);
+    expect((await web.get(`/search?q=${encodeURIComponent(`${w} ${rare}`)}`)).text).not.toContain('only the newest');
     expect(files.results).toHaveLength(50);
     expect(files.results.every((r) => r.mailbox_id === mine.id && r.kind === 'file')).toBe(true);
     // The oldest match is past the cut: even its rare word's better rank does not bring it back.

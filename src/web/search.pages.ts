@@ -4,6 +4,7 @@ import { AppError } from '../errors.ts';
 import { jsonArray, type EmailAddress } from '../emails/emails.present.ts';
 import { search, type SearchHit } from '../search/search.service.ts';
 import { MAX_QUERY_LENGTH } from '../search/query.ts';
+import { MAX_RANKED_MATCHES } from '../search/search-index.ts';
 import { downloadLink } from '../files/blob.routes.ts';
 import { formatTime, html, layout, sendPage, type Html } from './html.ts';
 import { csrfToken, toSignIn } from './session.ts';
@@ -95,9 +96,16 @@ export function registerSearchPage(web: FastifyInstance, deps: AppDeps): void {
       200,
       html`<div class="card"><h2>Results</h2>${
         rows.length
-          ? html`<table><thead><tr><th>Kind</th><th>Match</th><th>From</th><th>Mailbox</th><th>Date</th></tr></thead><tbody>${rows}</tbody></table>${more}`
+          ? html`${cutNote(result.truncated)}<table><thead><tr><th>Kind</th><th>Match</th><th>From</th><th>Mailbox</th><th>Date</th></tr></thead><tbody>${rows}</tbody></table>${more}`
           : html`<p class="muted">Nothing matches.</p>`
       }</div>`,
     );
   });
+}
+
+/** The index ranks only the newest matches of a very common query (MAX_RANKED_MATCHES): say so, and how to reach older ones. */
+function cutNote(truncated: boolean): Html | '' {
+  return truncated
+    ? html`<p class="muted" role="note">So many items match that only the newest ${MAX_RANKED_MATCHES.toLocaleString('en-US')} matching emails (and as many files) were ranked. Add words, <code>from:</code> or <code>before:</code> to reach older ones.</p>`
+    : '';
 }
