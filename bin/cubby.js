@@ -15,8 +15,15 @@ for (const stream of [process.stdout, process.stderr]) {
     throw err;
   });
 }
-// The user commands (over the SDK) start without loading the server's modules; serve, admin,
-// help and --version go through the full program.
-const first = process.argv[2];
-const full = first === undefined || first.startsWith('-') || ['serve', 'admin', 'help'].includes(first);
+// The user commands (over the SDK) start without loading the server's modules, and so do
+// `--version` and `help COMMAND` for a user command (both programs print the same for them); serve,
+// admin, the program's own help (`cubby`, `cubby help`, `--help`) and help for serve or admin go
+// through the full program.
+const [first, second] = process.argv.slice(2);
+const alone = process.argv.length === 3;
+const full =
+  first === undefined ||
+  ['serve', 'admin'].includes(first) ||
+  (first.startsWith('-') && !(alone && ['--version', '-V'].includes(first))) ||
+  (first === 'help' && (second === undefined || second.startsWith('-') || ['serve', 'admin', 'help'].includes(second)));
 await import(full ? '../src/cli/main.ts' : '../src/cli/user-main.ts');

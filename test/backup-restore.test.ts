@@ -129,56 +129,60 @@ for (const kind of DATABASES) {
 
     it('refuses a non-empty backup target, a source that is not a backup, a non-empty data dir and another secret key; nothing changes', { timeout: 120_000 }, async () => {
       for (const s of servers) await s.stop();
-      // A backup into a directory that has something in it.
+      // Each refusal is its own `cubby admin` process, and none of them writes anything (which is
+      // what this checks): the refusals that touch different directories run side by side.
       const busy = path.join(dir, 'busy');
       fs.mkdirSync(busy);
       fs.writeFileSync(path.join(busy, 'notes.txt'), 'mine');
       const before = treeOf(busy);
-      const refused = await cubbyCli(env, ['admin', 'backup', '--out', busy]);
-      expect(refused.code).toBe(1);
-      expect(refused.json.error).toMatch(/^BACKUP_TARGET_NOT_EMPTY: .*is not empty/);
-      expect(treeOf(busy)).toEqual(before);
-
-      // A restore from a directory that is not a backup: the data dir is not even created.
       const fresh = path.join(dir, 'fresh');
       const freshEnv = { ...restoredEnv, CUBBY_DATA_DIR: fresh, ...(schema ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: `${schema}_x` } : {}) };
-      for (const source of [busy, dataDir, path.join(dir, 'nowhere')]) {
-        const r = await cubbyCli(freshEnv, ['admin', 'restore', '--from', source]);
-        expect(r.code, source).toBe(1);
-        expect(r.json.error, source).toMatch(/^RESTORE_SOURCE_NOT_A_BACKUP: .* is not a Cubby backup/);
-      }
-      // A damaged manifest is not a backup either.
       const fake = path.join(dir, 'fake');
       fs.mkdirSync(fake);
       fs.writeFileSync(path.join(fake, 'cubby-backup.json'), JSON.stringify({ format: 'cubby-backup', format_version: 1 }));
-      expect((await cubbyCli(freshEnv, ['admin', 'restore', '--from', fake])).json.error).toMatch(/^RESTORE_SOURCE_NOT_A_BACKUP: .*not a backup manifest/);
-      expect(fs.existsSync(fresh)).toBe(false);
-
-      // A restore into a data dir that is in use (the original one, and the restored one).
-      for (const target of [env, restoredEnv]) {
-        const tree = treeOf(target.CUBBY_DATA_DIR!);
-        const r = await cubbyCli(target, ['admin', 'restore', '--from', backupDir]);
-        expect(r.code).toBe(1);
-        expect(r.json.error).toMatch(/^RESTORE_TARGET_NOT_EMPTY: /);
-        expect(treeOf(target.CUBBY_DATA_DIR!)).toEqual(tree);
-      }
-
-      // The backed-up server's secret came from CUBBY_SECRET_KEY: another key is refused.
-      const otherKey = await cubbyCli({ ...freshEnv, CUBBY_SECRET_KEY: randomBytes(32).toString('hex'), ...(schema ? { CUBBY_DATABASE_SCHEMA: schema } : {}) }, ['admin', 'restore', '--from', backupDir]);
+      const sources = [busy, dataDir, path.join(dir, 'nowhere')];
+      const [refused, notBackups, damaged, otherKey, otherSchema] = await Promise.all([
+        // A backup into a directory that has something in it.
+        cubbyCli(env, ['admin', 'backup', '--out', busy]),
+        // A restore from a directory that is not a backup: the data dir is not even created.
+        Promise.all(sources.map((source) => cubbyCli(freshEnv, ['admin', 'restore', '--from', source]))),
+        // A damaged manifest is not a backup either.
+        cubbyCli(freshEnv, ['admin', 'restore', '--from', fake]),
+        // The backed-up server's secret came from CUBBY_SECRET_KEY: another key is refused.
+        cubbyCli({ ...freshEnv, CUBBY_SECRET_KEY: randomBytes(32).toString('hex'), ...(schema ? { CUBBY_DATABASE_SCHEMA: schema } : {}) }, ['admin', 'restore', '--from', backupDir]),
+        // Postgres restores into a schema of the backup's name: another name is refused before anything is written.
+        schema ? cubbyCli(freshEnv, ['admin', 'restore', '--from', backupDir]) : undefined,
+      ]);
+      expect(refused.code).toBe(1);
+      expect(refused.json.error).toMatch(/^BACKUP_TARGET_NOT_EMPTY: .*is not empty/);
+      expect(treeOf(busy)).toEqual(before);
+      notBackups.forEach((r, i) => {
+        expect(r.code, sources[i]).toBe(1);
+        expect(r.json.error, sources[i]).toMatch(/^RESTORE_SOURCE_NOT_A_BACKUP: .* is not a Cubby backup/);
+      });
+      expect(damaged.json.error).toMatch(/^RESTORE_SOURCE_NOT_A_BACKUP: .*not a backup manifest/);
       expect(otherKey.code).toBe(1);
       expect(otherKey.json.error).toMatch(/^RESTORE_MISMATCH: .*CUBBY_SECRET_KEY/);
       expect(fs.existsSync(fresh)).toBe(false);
-
       if (schema) {
-        // Postgres restores into a schema of the backup's name: another name is refused before anything is written.
-        const r = await cubbyCli(freshEnv, ['admin', 'restore', '--from', backupDir]);
-        expect(r.json.error).toMatch(/^RESTORE_MISMATCH: the backup holds postgres schema/);
+        expect(otherSchema!.json.error).toMatch(/^RESTORE_MISMATCH: the backup holds postgres schema/);
         const client = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
         await client.connect();
         const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [`${schema}_x`]);
         await client.end();
         expect(exists.rowCount).toBe(0);
       }
+
+      // A restore into a data dir that is in use (the original one, and the restored one); after the
+      // commands above, so that nothing else has either data dir open while its tree is compared.
+      const targets = [env, restoredEnv];
+      const trees = targets.map((target) => treeOf(target.CUBBY_DATA_DIR!));
+      const intoUsed = await Promise.all(targets.map((target) => cubbyCli(target, ['admin', 'restore', '--from', backupDir])));
+      targets.forEach((target, i) => {
+        expect(intoUsed[i]!.code).toBe(1);
+        expect(intoUsed[i]!.json.error).toMatch(/^RESTORE_TARGET_NOT_EMPTY: /);
+        expect(treeOf(target.CUBBY_DATA_DIR!)).toEqual(trees[i]);
+      });
     });
   });
 }
@@ -200,13 +204,13 @@ describe('backup and restore of a generated secret key', () => {
     expect(taken.json.note).toBeUndefined();
 
     const other = { CUBBY_DATA_DIR: path.join(dir, 'other'), CUBBY_SECRET_KEY: randomBytes(32).toString('hex') };
-    const refused = await cubbyCli(other, ['admin', 'restore', '--from', backupDir]);
+    const target = { CUBBY_DATA_DIR: path.join(dir, 'restored') };
+    // Two restores of the same backup into different data dirs, side by side (each reads the backup only).
+    const [refused, restored] = await Promise.all([cubbyCli(other, ['admin', 'restore', '--from', backupDir]), cubbyCli(target, ['admin', 'restore', '--from', backupDir])]);
     expect(refused.code).toBe(1);
     expect(refused.json.error).toMatch(/^RESTORE_MISMATCH: .*secret\.key.*unset CUBBY_SECRET_KEY/);
     expect(fs.existsSync(other.CUBBY_DATA_DIR)).toBe(false);
 
-    const target = { CUBBY_DATA_DIR: path.join(dir, 'restored') };
-    const restored = await cubbyCli(target, ['admin', 'restore', '--from', backupDir]);
     expect(restored.code, restored.stdout + restored.stderr).toBe(0);
     const file = path.join(target.CUBBY_DATA_DIR, 'secret.key');
     expect(fs.readFileSync(file, 'utf8')).toBe(secret);

@@ -40,7 +40,10 @@ async function newBox(title: string) {
 }
 
 // Each command is a fresh Node process (a second or more on a busy machine): generous timeouts.
-describe('cubby (user commands)', { timeout: 300_000 }, () => {
+// The tests run concurrently (each has its own mailbox, local folder and watch cursor; none
+// depends on another's state): most of each one's time is a child process starting, so one
+// test's CLI starts while another's waits on the server.
+describe('cubby (user commands)', { timeout: 300_000, concurrent: true }, () => {
   it('conventions: --version, help with examples, usage errors (2), no credential (4), no colour off a terminal, completion', async () => {
     const version = await cli(['--version'], env);
     expect(version.code).toBe(0);
@@ -197,8 +200,10 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
 
   it('sync: Ctrl-C cancels the session (no lock left) and the same command resumes', async () => {
     const box = await newBox('CLI Resume');
+    // Enough that the interrupt (after 40, one file at a time in batches of 10) lands far from the end.
+    const FILES = 300;
     const dir = path.join(work, 'resume');
-    for (let i = 0; i < 1500; i++) write(`resume/f${i}.txt`, `resume ${i}\n`);
+    for (let i = 0; i < FILES; i++) write(`resume/f${i}.txt`, `resume ${i}\n`);
     const child = startCli(['sync', dir, 'CLI Resume:', '--batch-size', '10', '--concurrency', '1'], env);
     const done = finished(child);
     // after a few batches have been saved (finalize_batch runs after each batch of 10)
@@ -211,12 +216,12 @@ describe('cubby (user commands)', { timeout: 300_000 }, () => {
     expect(mailbox.lock?.locked ?? false).toBe(false);
     const savedBefore = mailbox.files_count as number;
     expect(savedBefore).toBeGreaterThan(0);
-    expect(savedBefore).toBeLessThan(1500);
+    expect(savedBefore).toBeLessThan(FILES);
 
     const resumed = await cli(['sync', dir, 'CLI Resume:', '--json'], env);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.json.skipped).toBe(savedBefore);
-    expect(resumed.json.uploaded).toBe(1500 - savedBefore);
+    expect(resumed.json.uploaded).toBe(FILES - savedBefore);
   });
 
   it('mail: ls with filters, show (untrusted text), get (.eml and attachments), read/unread, send with an attachment, reply', async () => {

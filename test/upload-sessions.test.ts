@@ -1,10 +1,14 @@
-import { expect, it } from 'vitest';
+import { expect, it as test } from 'vitest';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { describeWithS3, isS3 } from './s3-harness.ts';
 import { dbOf, expectError } from './factories.ts';
 import { newMailbox, uploadFile } from './files-helpers.ts';
 import { descriptor, filePaths, inParallel, insertEmailFile, mailboxOf, putBytes, sessionsOf, versionRows } from './upload-sessions-helpers.ts';
 import { expireUploadSessions } from '../src/uploads/upload-sessions.lifecycle.ts';
+
+// The tests of a suite run side by side: each has its own user and mailbox, and most of their time
+// is spent waiting on fsyncs (every saved blob and row is synced), not on the CPU.
+const it = test.concurrent;
 
 function sessionsSuite(app: () => TestApp) {
   it('the CLI flow on surface A: batches of 12, exact headers, finalize_batch, finalize until done; one mailbox version', async () => {

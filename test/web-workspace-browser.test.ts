@@ -21,8 +21,9 @@ const TITLE = browserSuiteTitle('dashboard workspace in a browser');
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
 
 describe.skipIf(!HAVE_CHROMIUM)(TITLE, () => {
+  // One Chromium for both databases' journeys (each test opens its own page and signs in afresh).
+  const browser = useChromium();
   describeEachDatabase('workspace journey', (app) => {
-    const browser = useChromium();
     const visited: string[] = [];
     // A stand-in for a sender's tracking server: counts fetches of its image.
     let remoteHits = 0;
