@@ -1,3 +1,4 @@
+import { durableGate } from './durable-gate.ts';
 import { sql } from 'kysely';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -315,17 +316,9 @@ for (const kind of DATABASES) {
 for (const kind of DATABASES) {
   describe(`site analytics: a flush waiting for a slow disk sync [${kind}]`, () => {
     let app: TestApp;
-    let gate: { entered: () => void; release: Promise<void> } | null = null;
+    const gate = durableGate();
     beforeAll(async () => {
-      app = await startTestApp(kind, ENV, {
-        beforeDurable: async () => {
-          const g = gate;
-          gate = null;
-          if (!g) return;
-          g.entered();
-          await g.release;
-        },
-      });
+      app = await startTestApp(kind, ENV, { beforeDurable: gate.beforeDurable });
     });
     afterAll(async () => app?.stop());
 
@@ -336,21 +329,18 @@ for (const kind of DATABASES) {
       const p = await publishAndWait(app, u.key, bucket.id);
       expect((await visit(`${p.public_url}/`, IP_A, CHROME)).status).toBe(200);
 
-      let release!: () => void;
-      let entered!: () => void;
-      const held = new Promise<void>((r) => (entered = r));
-      gate = { entered, release: new Promise<void>((r) => (release = r)) };
+      const held = gate.hold();
       let flushed = false;
       const flush = app.started.flushSiteAnalytics().then(() => (flushed = true));
       // Committed, and now waiting for the (held) sync.
-      await held;
+      await held.entered;
 
       for (let i = 0; i < 3; i++) expect((await visit(`${p.public_url}/`, '192.0.2.10', FIREFOX)).status).toBe(200);
       const during = (await app.request('GET', `/api/v1/publications/${p.id}/analytics`, { key: u.key, query: { granularity: 'hour' } })).body.data.analytics;
       expect(during.totals).toMatchObject({ views: 1, visitors: 1 });
       expect(flushed).toBe(false);
 
-      release();
+      held.release();
       await flush;
       // The views served meanwhile are written by the next flush.
       await app.started.flushSiteAnalytics();

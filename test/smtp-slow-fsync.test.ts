@@ -1,3 +1,4 @@
+import { durableGate } from './durable-gate.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES, startTestApp, type TestApp } from './harness.ts';
 import { mailboxWithAddress, sendMail, smtpSession } from './smtp-helpers.ts';
@@ -10,17 +11,9 @@ import { mailboxWithAddress, sendMail, smtpSession } from './smtp-helpers.ts';
 for (const kind of DATABASES) {
   describe(`SMTP while a commit waits for a slow fsync [${kind}]`, () => {
     let app: TestApp;
-    let gate: { entered: () => void; release: Promise<void> } | null = null;
+    const gate = durableGate();
     beforeAll(async () => {
-      app = await startTestApp(kind, {}, {
-        beforeDurable: async () => {
-          const g = gate;
-          gate = null;
-          if (!g) return;
-          g.entered();
-          await g.release;
-        },
-      });
+      app = await startTestApp(kind, {}, { beforeDurable: gate.beforeDurable });
     });
     afterAll(async () => {
       await app?.stop();
@@ -29,10 +22,7 @@ for (const kind of DATABASES) {
     it('greets and serves other sessions, and accepts their mail, while the first message waits; the first is answered 250 once the disk is done', async () => {
       const user = await app.user();
       const box = await mailboxWithAddress(app, user);
-      let release!: () => void;
-      let entered!: () => void;
-      const held = new Promise<void>((r) => (entered = r));
-      gate = { entered, release: new Promise<void>((r) => (release = r)) };
+      const held = gate.hold();
 
       const slow = await smtpSession(app);
       expect(slow.greeting).toMatch(/^220 /);
@@ -44,7 +34,7 @@ for (const kind of DATABASES) {
       let slowReply: string | null = null;
       const slowAnswered = slow.reply().then((r) => (slowReply = r));
       // Committed, and now waiting for the (held) fsync.
-      await held;
+      await held.entered;
 
       const other = await smtpSession(app);
       expect(other.greeting).toMatch(/^220 /);
@@ -55,7 +45,7 @@ for (const kind of DATABASES) {
       expect(sent.emailIds).toHaveLength(1);
       expect(slowReply).toBeNull();
 
-      release();
+      held.release();
       await slowAnswered;
       expect(slowReply).toMatch(/^250 .*eml_/);
       slow.close();
