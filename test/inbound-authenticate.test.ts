@@ -135,7 +135,7 @@ describe('DKIM and DMARC', () => {
     const signers = Array.from({ length: 12 }, () => ({ domain: 'example.com', selector: 's1', key }));
     const s = await run({ raw: await dkimSigned(message(), signers) });
     expect(s.dkim).toHaveLength(10);
-    expect(s.dkim.every((d) => d.result === 'pass')).toBe(true);
+    expect(s.dkim.filter((d) => d.result !== 'pass'), JSON.stringify(s.dkim)).toEqual([]);
   });
 
   it('skips DKIM for a header section over maxHeaderBytes, still checking SPF and DMARC', async () => {
