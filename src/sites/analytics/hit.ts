@@ -1,44 +1,16 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 
 // What one finished sites-server response contributes to analytics, read from the request and the
 // response alone. Split in two so that a response costs as little as possible when it finishes:
 // - for every response, without allocating: status, body bytes, and whether it may be a page view,
-//   read from the header object the sites server wrote (SENT_HEADERS), or else searched for in
-//   the serialized head (the helpers below that take it);
+//   read from the header object the sites server wrote (its writeHead helper keeps it on the
+//   response as SENT_HEADERS: Node keeps writeHead's headers only in the serialized head);
 // - everything else (robot test, path, referrer host, client address, visitor hash) runs only for
 //   page views, in a batch after the responses of an event-loop turn (SiteAnalytics.drainViews).
 
 const MAX_PATH = 300;
 // Obvious robots and tools; they still count as requests (bytes, status codes), not as views.
 export const BOT = /bot\b|bot\/|crawl|spider|slurp|facebookexternalhit|preview|monitor|headless|lighthouse|curl\/|wget\/|python-requests|go-http-client|node-fetch|undici/i;
-
-/**
- * The serialized head of a finished response. The sites server passes its headers to writeHead(),
- * which Node keeps only there (`_header`, what morgan and on-headers read too), not for
- * getHeader(). Its header names are written in lower case (src/sites/server), and Node writes each
- * line as `name: value\r\n` after the status line, so an exact search for `\r\nname: ` finds a header.
- */
-export function headOf(res: ServerResponse): string {
-  const head = (res as unknown as { _header?: string | null })._header;
-  return typeof head === 'string' ? head : '';
-}
-
-const LENGTH = '\r\ncontent-length: ';
-
-/** The Content-Length of a head (0 when absent or malformed), read without allocating. */
-export function contentLength(head: string): number {
-  const at = head.indexOf(LENGTH);
-  if (at < 0) return 0;
-  let n = 0;
-  let i = at + LENGTH.length;
-  for (let c = head.charCodeAt(i); c >= 48 && c <= 57; c = head.charCodeAt(++i)) n = n * 10 + (c - 48);
-  return i === at + LENGTH.length ? 0 : n;
-}
-
-/** Whether the head declares an HTML body (`content-type: text/html…`). */
-export const isHtml = (head: string) => head.includes('\r\ncontent-type: text/html');
-/** An access gate of a protected site (its page is HTML, not a view of the site). */
-export const isGate = (head: string) => head.includes('\r\nx-cubby-access: ');
 
 /** The raw (percent-encoded) path of a request URL, without the query (which may carry a token). */
 export function pathOf(url: string): string {

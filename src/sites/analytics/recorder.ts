@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppDeps } from '../../context.ts';
-import { BOT, contentLength, headOf, isGate, isHtml, maybeView, pathOf, referrerHost } from './hit.ts';
+import { BOT, maybeView, pathOf, referrerHost } from './hit.ts';
 import { SENT_HEADERS } from '../server/serve-file.ts';
 import type { Site } from '../server/site-cache.ts';
 import { clientOf } from '../server/access.ts';
@@ -12,7 +12,7 @@ import { bump, dayOf, foldStatuses, hourOf, mergeInto, newBucket, type HourBucke
 // Counting in memory, writing in batches. When a response finishes, countResponse() does only what
 // every response needs and allocates nothing for an asset: the hour's bucket of the publication (a
 // Map lookup by publication id, the hour's key made once per hour), requests, bytes (read from the
-// header object the sites server wrote, else from the serialized head) and the status (a numeric Map). A page view also queues its raw facts (request
+// header object the sites server wrote) and the status (a numeric Map). A page view also queues its raw facts (request
 // URL, user agent, Referer, Host, client address); drainViews() turns the queue into counts once the
 // responses of the event-loop turn are done (setImmediate): robot test, path, referrer host,
 // country, visitor hash (cached per client and user agent until the next flush, so a visitor's
@@ -81,22 +81,14 @@ export class SiteAnalytics {
       const status = res.statusCode;
       b.requests++;
       b.statuses.set(status, (b.statuses.get(status) ?? 0) + 1);
-      // The header object the sites server wrote: reading it costs less than searching the head.
-      const sent = (res as unknown as Record<symbol, Record<string, string | string[] | undefined> | undefined>)[SENT_HEADERS];
-      let html: boolean;
-      let gate: boolean;
-      if (sent) {
-        const length = sent['content-length'];
-        if (req.method !== 'HEAD' && typeof length === 'string') b.bytes += Number(length) || 0;
-        const type = sent['content-type'];
-        html = typeof type === 'string' && type.startsWith('text/html');
-        gate = sent['x-cubby-access'] !== undefined;
-      } else {
-        const head = headOf(res);
-        if (req.method !== 'HEAD') b.bytes += contentLength(head);
-        html = isHtml(head);
-        gate = isGate(head);
-      }
+      // The header object the sites server wrote (every response of it goes through its writeHead
+      // helper); a response without one counts as a request of no bytes, never as a view.
+      const sent = (res as unknown as Record<symbol, Record<string, string | string[] | undefined> | undefined>)[SENT_HEADERS] ?? {};
+      const length = sent['content-length'];
+      if (req.method !== 'HEAD' && typeof length === 'string') b.bytes += Number(length) || 0;
+      const type = sent['content-type'];
+      const html = typeof type === 'string' && type.startsWith('text/html');
+      const gate = sent['x-cubby-access'] !== undefined;
       if (!maybeView(req, status, html, gate)) return;
       const ua = req.headers['user-agent'];
       const referer = req.headers.referer;
