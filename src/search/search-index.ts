@@ -37,13 +37,14 @@ export interface TextRow {
 
 /**
  * At most this many matches of one query are ranked: the newest ones (by index order on SQLite, by
- * id on Postgres, both close to arrival order); a search says when it cut (`truncated`). A word in nearly every email of a large mailbox
- * would otherwise cost a rank computation per email on every page; past this many, recent mail is
- * what a person looking for it most likely means. Narrow the query (more words, `from:`, dates) to
- * reach older mail. Emails and files are cut apart (a search of both ranks up to twice this many).
- * 10,000 since migration 0025 (was 20,000): on SQLite `bm25` costs 2–4 µs per ranked match (a
- * docsize look-up and the match's positions), and a search across a 1,000,000-email account with
- * files ranked up to 40,000 matches per page, which kept its p99 over 150 ms (docs/search.md).
+ * id on Postgres, both close to arrival order); a search says when it cut (`truncated`). A word in
+ * nearly every email of a large mailbox would otherwise cost a rank computation per email on every
+ * page; past this many, recent mail is what a person looking for it most likely means. Narrow the
+ * query (more words, `from:`, dates) to reach older mail. Emails and files are cut apart (a search
+ * of both ranks up to twice this many). 10,000 since migration 0025 (was 20,000): on SQLite `bm25`
+ * costs 2–4 µs per ranked match (a docsize look-up and the match's positions), and a search across
+ * a 1,000,000-email account with files ranked up to 40,000 matches per page, which kept its p99
+ * over 150 ms (docs/search.md).
  */
 export const MAX_RANKED_MATCHES = 10_000;
 
@@ -84,8 +85,8 @@ export interface SearchIndex {
    * again, withheld mail, the query's filters), best first, then by id, strictly after `after`, at
    * most `limit`: `(file_id, rank)`. Of the live files in those mailboxes whose current text matches,
    * the newest MAX_RANKED_MATCHES (by the text's index order on SQLite, by file id on Postgres) are
-   * ranked, on both databases (`truncated` when there
-   * were more): the mailbox list is checked before that cut, `where` after it.
+   * ranked, on both databases (`truncated` when there were more): the mailbox list is checked
+   * before that cut, `where` after it.
    */
   rankedFiles(db: Kysely<DB>, q: SearchQuery, mailboxIds: string[], where: Expression<SqlBool>, after: RankKey | null, limit: number): Promise<Ranked<{ file_id: string; rank: number }>>;
   /** `(sha256, rank)` of contents whose text matches the query's plain words, or null when it has none. */

@@ -8,6 +8,7 @@ import { reasonOf } from '../mailboxes/mailboxes.routes.ts';
 import { presentSummaries, viewerOf } from '../emails/emails.present.ts';
 import { presentFiles } from '../files/files.present.ts';
 import { MAX_QUERY_LENGTH } from './query.ts';
+import { MAX_RANKED_MATCHES } from './search-index.ts';
 import { search, type SearchHit } from './search.service.ts';
 
 // GET /v1/search and /api/v1/search: one ranked, cursor-paged list of emails and files across every
@@ -36,10 +37,11 @@ export const searchResult = named(
   }),
   'One search hit: an email (with its summary) or a file, its score and a plain-text snippet.',
 );
+const CAP = MAX_RANKED_MATCHES.toLocaleString('en-US');
 const truncatedField = z
   .boolean()
   .describe(
-    'True when the query matched more than 10,000 emails (or more than 10,000 files) in scope: only the newest 10,000 of each were ranked, on every page. Narrow the query (more words, from:, before:/after:) to reach older matches.',
+    `True when the query matched more than ${CAP} emails (or more than ${CAP} files) in scope: only the newest ${CAP} of each were ranked, on every page. Narrow the query (more words, from:, before:/after:) to reach older matches.`,
   );
 const data = z.object({ results: z.array(searchResult), truncated: truncatedField, pagination: Pagination });
 

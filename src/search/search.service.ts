@@ -120,9 +120,8 @@ async function scopeMailboxIds(ctx: RequestCtx, scope: Scope): Promise<string[]>
  * (larger) batch continues after the last candidate. So the wide `emails` rows are read for about
  * one page, not for every match.
  */
-async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
+async function searchEmails(ctx: RequestCtx, q: SearchQuery, scope: Scope, mailboxIds: string[], key: Key | null, limit: number) {
   const index = searchIndex(ctx);
-  const mailboxIds = await scopeMailboxIds(ctx, scope);
   const filters = emailFilterConditions(q);
   const apiKey = viewerOf(ctx).apiKey;
   if (filters.length) return { hits: await searchEmailsJoined(ctx, q, scope, mailboxIds, filters, key, limit), truncated: false };
@@ -183,7 +182,7 @@ async function searchEmailsJoined(ctx: RequestCtx, q: SearchQuery, scope: Scope,
  * matches, not the number of files), narrowed by `filename:` on the path. A query of `filename:`
  * terms alone matches paths only.
  */
-async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: Key | null, limit: number) {
+async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, mailboxIds: string[], key: Key | null, limit: number) {
   // Field operators other than filename: describe emails only.
   if (q.terms.some((t) => !t.negated && (t.field === 'from' || t.field === 'to' || t.field === 'subject')) || q.hasAttachment) return { hits: [], truncated: false };
   const filename = pathCondition(q.terms.filter((t) => t.field === 'filename'));
@@ -197,7 +196,7 @@ async function searchFiles(ctx: RequestCtx, q: SearchQuery, scope: Scope, key: K
   const hit = (file: FilesTable, rank: number): SearchHit => ({ kind: 'file', id: file.id, mailboxId: file.mailbox_id, rank, snippet: null, file });
   if (contentTerms(q).some((t) => !t.negated)) {
     // Ranked on the index's side; the wide rows are read for this page only.
-    const { rows: ranked, truncated } = await searchIndex(ctx).rankedFiles(ctx.db, q, await scopeMailboxIds(ctx, scope), where, key, limit + 1);
+    const { rows: ranked, truncated } = await searchIndex(ctx).rankedFiles(ctx.db, q, mailboxIds, where, key, limit + 1);
     if (!ranked.length) return { hits: [], truncated };
     const rows = new Map((await ctx.db.selectFrom('files').selectAll().where('id', 'in', ranked.map((r) => r.file_id)).execute()).map((f) => [f.id, f as FilesTable]));
     return { hits: ranked.filter((r) => rows.has(r.file_id)).map((r) => hit(rows.get(r.file_id)!, Number(r.rank))), truncated };
@@ -236,11 +235,13 @@ export async function search(ctx: RequestCtx, input: SearchInput) {
   }
   const kinds: SearchKind[] = input.kind ? [input.kind] : ['email', 'file'];
   const found: SearchHit[] = [];
+  // The scope's live mailboxes, read once for both kinds: what the index narrows its matches to.
+  const mailboxIds = await scopeMailboxIds(ctx, scope);
   // Whether the newest-MAX_RANKED_MATCHES cap left matches of emails or files unranked.
   let truncated = false;
   for (const [kind, run] of [['email', searchEmails], ['file', searchFiles]] as const) {
     if (!kinds.includes(kind)) continue;
-    const r = await run(ctx, q, scope, key, input.limit);
+    const r = await run(ctx, q, scope, mailboxIds, key, input.limit);
     found.push(...r.hits);
     truncated ||= r.truncated;
   }
