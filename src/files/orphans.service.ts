@@ -21,13 +21,13 @@ export interface OrphanSweep {
  * (collectGarbageBlobs), which removes the row first: if it crashes in between, this takes the blob.
  *
  * Ages are the file system's: file times come from the system clock, so the cut-off is taken from
- * it too (`fsNow`), never from the app's clock (AppOptions.now, which tests move forward). Against
+ * it too (Date.now()), never from the app's clock (AppOptions.now, which tests move forward). Against
  * an app clock a day ahead, the temp file of an SMTP message still streaming looked a day old, was
  * taken, and the message was answered 451 (its rename into the store found no file); so was a
  * message.json stored a moment before its row was committed.
  */
-export async function sweepOrphans(db: Kysely<DB>, blobs: BlobStore, ageMs: number, fsNow: Date = new Date()): Promise<OrphanSweep> {
-  const before = new Date(fsNow.getTime() - ageMs);
+export async function sweepOrphans(db: Kysely<DB>, blobs: BlobStore, ageMs: number): Promise<OrphanSweep> {
+  const before = new Date(Date.now() - ageMs);
   const parts = await blobs.sweepTemp(before);
   let removed = 0;
   let batch: string[] = [];
