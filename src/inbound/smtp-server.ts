@@ -239,7 +239,6 @@ function smtpError(code: number, enhanced: string, text: string): Error & { resp
   return Object.assign(new Error(`${enhanced} ${text}`.replace(/[\r\n]+/g, ' ')), { responseCode: code });
 }
 
-/** Maps the catalogue's `smtp` replies; anything unexpected is a temporary failure (451). */
 /**
  * What the transaction log line says about a refused DATA: the error code, and for a storage fault
  * the underlying error's message (src/inbound/receive.ts keeps it as `cause`), never more than 200
@@ -251,6 +250,7 @@ function errorOf(err: unknown): { code: string; cause: string | null } {
   return { code: e?.name && e.name !== 'Error' ? e.name : 'INTERNAL', cause: String(e?.message ?? err).slice(0, 200) };
 }
 
+/** Maps the catalogue's `smtp` replies; anything unexpected is a temporary failure (451). */
 function toSmtpError(err: unknown, opts: SmtpOptions): Error & { responseCode: number } {
   if (err instanceof AppError) {
     const entry = ERROR_CATALOGUE[err.code] as { smtp?: { code: number; enhanced: string } };
