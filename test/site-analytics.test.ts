@@ -32,6 +32,14 @@ async function connect(app: TestApp, token: string): Promise<Client> {
   return client;
 }
 
+/** A publisher with a published one-page site (its page says the title). */
+async function onePageSite(app: TestApp, title: string, body: Record<string, unknown> = {}) {
+  const u = await publisher(app);
+  const bucket = await newBucket(app, u.key, title);
+  await uploadFolder(app, u.key, bucket.id, { 'index.html': `<html><body>${title}</body></html>` });
+  return { u, site: await publishAndWait(app, u.key, bucket.id, body) };
+}
+
 /** Every row of every table, as text: what a database dump would show. */
 async function dumpDatabase(app: TestApp): Promise<string> {
   const db = dbOf(app);
@@ -152,10 +160,7 @@ describeEachDatabase(
     });
 
     it('keeps at most 100 paths per hour; the rest count under (other)', async () => {
-      const u = await publisher(app());
-      const bucket = await newBucket(app(), u.key, 'Many routes');
-      await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<html><body>app</body></html>' });
-      const spa = await publishAndWait(app(), u.key, bucket.id, { site_mode: 'spa' });
+      const { u, site: spa } = await onePageSite(app(), 'Many routes', { site_mode: 'spa' });
       for (let i = 0; i < 105; i++) expect((await visit(`${spa.public_url}/route-${i}`, IP_A, CHROME)).status).toBe(200);
       await app().started.flushSiteAnalytics();
       // A second flush with new paths must not grow the hour past the cap either.
@@ -196,10 +201,7 @@ describeEachDatabase(
     });
 
     it('another sites node shares the day salt (one visitor on both is one) and its stop writes every count', async () => {
-      const u = await publisher(app());
-      const bucket = await newBucket(app(), u.key, 'Two nodes');
-      await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<html><body>two</body></html>' });
-      const p = await publishAndWait(app(), u.key, bucket.id);
+      const { u, site: p } = await onePageSite(app(), 'Two nodes');
       // A second process on the same database serving sites only; its timer never fires.
       const node = createApp(loadConfig({ ...app().env, CUBBY_ROLES: 'sites', CUBBY_SITES_PORT: '0' }), { resolver: emptyZone });
       const started = await node.start();
@@ -229,10 +231,7 @@ describeEachDatabase(
   'site analytics: countries from a local GeoIP database',
   (app) => {
     it('counts page views by country; unknown addresses have none', async () => {
-      const u = await publisher(app());
-      const bucket = await newBucket(app(), u.key, 'Countries');
-      await uploadFolder(app(), u.key, bucket.id, { 'index.html': '<html><body>geo</body></html>' });
-      const p = await publishAndWait(app(), u.key, bucket.id);
+      const { u, site: p } = await onePageSite(app(), 'Countries');
       await visit(`${p.public_url}/`, IP_A, CHROME);
       await visit(`${p.public_url}/`, IP_A, FIREFOX);
       await visit(`${p.public_url}/`, '192.0.2.10', CHROME);
@@ -277,10 +276,7 @@ for (const kind of DATABASES) {
     afterAll(async () => app?.stop());
 
     it('the same visitor counts again the next day; the old salt is deleted', async () => {
-      const u = await publisher(app);
-      const bucket = await newBucket(app, u.key, 'Daily');
-      await uploadFolder(app, u.key, bucket.id, { 'index.html': '<html><body>day</body></html>' });
-      const p = await publishAndWait(app, u.key, bucket.id);
+      const { u, site: p } = await onePageSite(app, 'Daily');
       const db = dbOf(app);
       const saltOf = async (day: string) => (await db.selectFrom('site_analytics_salts').select('salt').where('day', '=', day).executeTakeFirst())?.salt;
       const first = await saltOf('2026-11-20');
@@ -323,10 +319,7 @@ for (const kind of DATABASES) {
     afterAll(async () => app?.stop());
 
     it('serves pages while the flush waits for its sync; the flush resolves once the sync is done', async () => {
-      const u = await publisher(app);
-      const bucket = await newBucket(app, u.key, 'Slow disk');
-      await uploadFolder(app, u.key, bucket.id, { 'index.html': '<html><body>slow</body></html>' });
-      const p = await publishAndWait(app, u.key, bucket.id);
+      const { u, site: p } = await onePageSite(app, 'Slow disk');
       expect((await visit(`${p.public_url}/`, IP_A, CHROME)).status).toBe(200);
 
       const held = gate.hold();
