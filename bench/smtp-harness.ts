@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { BENCH_DIR, client, cpuSplit, gitCommit, log, makeRunDir, round, SCRATCH } from './lib.ts';
+import { benchDatabase } from './database.ts';
 
 const DOMAIN = 'bench.test';
 
@@ -28,6 +29,8 @@ export function findPeerHarness(): string | null {
 interface Sample {
   t: number;
   accepted: number;
+  /** cubby_smtp_group_commits_total: transactions that stored received mail. */
+  commits: number;
   cpuAll: number;
   cpuMain: number;
   /** Cumulative bucket counts of cubby_smtp_data_end_to_reply_seconds, by upper bound (s). */
@@ -39,15 +42,17 @@ async function scrape(base: string, pid: number): Promise<Sample> {
   const text = await res.text();
   const cpu = cpuSplit(pid);
   let accepted = 0;
+  let commits = 0;
   const buckets: [number, number][] = [];
   for (const line of text.split('\n')) {
     if (line.startsWith('cubby_smtp_messages_total{') && line.includes('outcome="accepted"')) accepted += Number(line.slice(line.lastIndexOf(' ') + 1));
+    else if (line.startsWith('cubby_smtp_group_commits_total ')) commits = Number(line.slice(line.lastIndexOf(' ') + 1));
     else if (line.startsWith('cubby_smtp_data_end_to_reply_seconds_bucket{')) {
       const le = /le="([^"]+)"/.exec(line)![1]!;
       buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
     }
   }
-  return { t: performance.now(), accepted, cpuAll: cpu.all, cpuMain: cpu.main, buckets };
+  return { t: performance.now(), accepted, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets };
 }
 
 /** The p-th percentile (ms) of the observations between two scrapes, interpolated inside its bucket. */
@@ -82,6 +87,7 @@ function phase(samples: Sample[], fromCount: number, toCount: number) {
     cpu_ms_per_msg: n ? round(((b.cpuAll - a.cpuAll) * 1000) / n, 2) : null,
     cpu_main_thread_ms_per_msg: n ? round(((b.cpuMain - a.cpuMain) * 1000) / n, 2) : null,
     cpu_cores_busy: s ? round((b.cpuAll - a.cpuAll) / s, 2) : null,
+    msgs_per_commit: b.commits > a.commits ? round(n / (b.commits - a.commits), 2) : null,
     data_end_to_250_ms: { p50: percentileMs(a, b, 50), p95: percentileMs(a, b, 95), p99: percentileMs(a, b, 99) },
   };
 }
@@ -101,14 +107,16 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
   const msgs100k = Number(process.env.MSGS_100K ?? 4000);
   const warmup = Number(process.env.WARMUP ?? 300);
   const runDir = makeRunDir('smtp');
+  const database = benchDatabase('smtp');
   let server: ServeProcess | undefined;
   const stopAll = async () => {
     await server?.stop();
+    await database.drop();
     if (!process.env.KEEP_RUN_DIR) fs.rmSync(runDir, { recursive: true, force: true });
   };
   process.once('SIGINT', () => void stopAll().finally(() => process.exit(130)));
   try {
-    const env = serveEnv(path.join(runDir, 'data'), { CUBBY_MAIL_DOMAIN: DOMAIN, CUBBY_SMTP_HOSTNAME: 'mx.bench.test' });
+    const env = serveEnv(path.join(runDir, 'data'), { CUBBY_MAIL_DOMAIN: DOMAIN, CUBBY_SMTP_HOSTNAME: 'mx.bench.test', ...database.env });
     const { key } = await adminUserAndKey(env, process.env.PLAN ?? 'pilot');
     server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
     if (!server.smtpPort) throw new Error('cubby serve printed no SMTP port');
@@ -159,6 +167,7 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
       harness: 'smtp-peers.sh (smtp-source, 20 sessions, one message per connection)',
       at: new Date().toISOString(),
       commit: gitCommit(),
+      database: database.kind,
       node: process.version,
       cpus: os.cpus().length,
       loadavg_at_end: os.loadavg().map((n) => round(n, 2)),

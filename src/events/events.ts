@@ -3,6 +3,7 @@ import type { AppDeps } from '../context.ts';
 import type { DB, EventsTable } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
+import { compiledInsert } from '../db/compiled-query.ts';
 import { publishEvents } from './publish.ts';
 
 export interface NewEvent {
@@ -26,9 +27,11 @@ export function eventRow(e: NewEvent): EventsTable {
  * and the live channel read them after commit, so nothing is announced that did not happen.
  * One call per transaction with all of its events (a group commit stores many emails at once).
  */
+const INSERT_EVENTS = compiledInsert('events');
+
 export async function recordEvents(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[]): Promise<void> {
   if (!rows.length) return;
-  for (let i = 0; i < rows.length; i += 1000) await trx.insertInto('events').values(rows.slice(i, i + 1000)).execute();
+  for (let i = 0; i < rows.length; i += 1000) await INSERT_EVENTS(trx, rows.slice(i, i + 1000));
   await publishEvents(deps, trx, rows);
 }
 

@@ -8,7 +8,7 @@ import type { Recipient } from './recipients.ts';
 import { assertAllowance, stillRouted } from './recipients.ts';
 import { spamSignals } from './spam-signals.ts';
 import { commitDeliveries, type InboundDelivery } from './store.ts';
-import { BlobMismatchError } from '../blobs/blob-store.ts';
+import { BlobMismatchError, type StoredBlob } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -48,7 +48,13 @@ export class InboundPipeline {
     private readonly deps: AppDeps,
     private readonly opts: ReceiveOptions,
   ) {
-    this.commits = new GroupCommit((batch) => commitDeliveries(deps, batch));
+    this.commits = new GroupCommit(
+      (batch) => {
+        deps.metrics.smtpGroupCommits.inc();
+        return commitDeliveries(deps, batch);
+      },
+      { windowMs: deps.config.smtpCommitWindowMs },
+    );
     this.budget = dataBudgetOf(deps);
   }
 
@@ -92,6 +98,22 @@ export class InboundPipeline {
     putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     const allIn = new Promise<void>((resolve) => tee.once('finish', resolve));
     await Promise.race([allIn, putting]).catch(failed);
+    // From here the message is on its way to the group commit, which may wait a little for it.
+    const expected = this.commits.expect();
+    try {
+      return await this.storeReceived(msg, { putting, chunks, size, failed, expected }, report);
+    } finally {
+      expected();
+    }
+  }
+
+  private async storeReceived(
+    msg: IncomingMessage,
+    input: { putting: Promise<StoredBlob>; chunks: Buffer[]; size: number; failed: (err: unknown) => never; expected: () => void },
+    report: ReceiveReport,
+  ): Promise<string[]> {
+    const { deps } = this;
+    const { putting, chunks, size, failed } = input;
     report.size = size;
     const receivedAt = deps.now();
     // Recipients over the monthly byte allowance now that the size is known; if all are, refuse.
@@ -141,7 +163,7 @@ export class InboundPipeline {
           spamFlags: flags,
         });
       }
-      await this.commits.submit(deliveries);
+      await this.commits.submit(deliveries, input.expected);
       return deliveries.map((d) => d.emailId);
     } catch (err) {
       throw storageFault(err);

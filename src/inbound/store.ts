@@ -16,6 +16,7 @@ import { LABEL_EMAIL_TASK, LABEL_PENDING_JOB } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
+import { compiledInsert, compiledQuery } from '../db/compiled-query.ts';
 import { addReceivedUsage, receivedUsage } from './usage.ts';
 import { emailDirectory } from './layout.ts';
 import { ConversationIndex } from './conversations.ts';
@@ -119,11 +120,7 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     await recordEvents(deps, trx, batch.events);
     for (const m of mailboxes.values()) {
       if (!m.last) continue;
-      await trx
-        .updateTable('mailboxes')
-        .set({ version_id: m.versionId, version_number: m.versionNumber, storage_bytes: m.storage, files_count: m.files, email_seq: m.seq, message_count: m.messages, unread_count: m.unread, last_received_at: m.last.at, last_received_path: m.last.path, updated_at: m.last.at })
-        .where('id', '=', m.id)
-        .execute();
+      await UPDATE_MAILBOX.execute(trx, m.id, m.versionId, m.versionNumber, m.storage, m.files, m.seq, m.messages, m.unread, m.last.at, m.last.path);
     }
     // In a fixed order: on Postgres each upsert locks its row, and two transactions (two nodes)
     // taking the same group rows in opposite orders would deadlock.
@@ -157,11 +154,28 @@ async function assertWithinAllowance(trx: Kysely<DB>, groups: Map<string, PlanLi
   }
 }
 
+const UPDATE_MAILBOX = compiledQuery(
+  (db, id: string, versionId: string | null, versionNumber: number, storage: number, files: number, seq: number, messages: number, unread: number, at: string, path: string) =>
+    db
+      .updateTable('mailboxes')
+      .set({ version_id: versionId, version_number: versionNumber, storage_bytes: storage, files_count: files, email_seq: seq, message_count: messages, unread_count: unread, last_received_at: at, last_received_path: path, updated_at: at })
+      .where('id', '=', id),
+  10,
+);
+
+const INSERTS = {
+  files: compiledInsert('files'),
+  file_versions: compiledInsert('file_versions'),
+  mailbox_versions: compiledInsert('mailbox_versions'),
+  emails: compiledInsert('emails'),
+};
+const INSERT_BLOBS = compiledInsert('blobs', (qb) => qb.onConflict((oc: any) => oc.column('sha256').doNothing()));
+
 /** Multi-row inserts in chunks that stay under the databases' bound-parameter limits. */
-async function insertMany<T extends 'files' | 'file_versions' | 'mailbox_versions' | 'emails' | 'events'>(trx: Kysely<DB>, table: T, rows: DB[T][]): Promise<void> {
+async function insertMany<T extends keyof typeof INSERTS>(trx: Kysely<DB>, table: T, rows: DB[T][]): Promise<void> {
   if (!rows.length) return;
   const perChunk = Math.max(1, Math.floor(20_000 / Object.keys(rows[0]!).length));
-  for (let i = 0; i < rows.length; i += perChunk) await trx.insertInto(table).values(rows.slice(i, i + perChunk) as any).execute();
+  for (let i = 0; i < rows.length; i += perChunk) await INSERTS[table](trx, rows.slice(i, i + perChunk) as any);
 }
 
 async function insertBlobs(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string): Promise<void> {
@@ -174,7 +188,7 @@ async function insertBlobs(trx: Kysely<DB>, deliveries: InboundDelivery[], at: s
   // Sorted: concurrent transactions (other nodes) inserting shared attachments wait on each other's
   // uncommitted rows; a common order means they queue instead of deadlocking.
   const all = [...rows.values()].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
-  for (let i = 0; i < all.length; i += 2000) await trx.insertInto('blobs').values(all.slice(i, i + 2000)).onConflict((oc) => oc.column('sha256').doNothing()).execute();
+  for (let i = 0; i < all.length; i += 2000) await INSERT_BLOBS(trx, all.slice(i, i + 2000));
 }
 
 /** Locks each mailbox row (Postgres: FOR UPDATE, in id order to avoid deadlocks; SQLite: one writer). */

@@ -3,6 +3,7 @@ import type { DB, JobsTable } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
+import { compiledInsert } from '../db/compiled-query.ts';
 
 export const JOBS_CHANNEL = 'cubby_jobs';
 
@@ -25,11 +26,13 @@ export const COALESCE_PREFIX = 'coalesce:';
  * exists exactly when the change does. On Postgres the wake-up NOTIFY is delivered at commit.
  * Returns the job id, or null when a job with the same unique key is pending.
  */
+// Every change that queues work runs this; built once (src/db/compiled-query.ts).
+const INSERT_JOB = compiledInsert('jobs', (qb) => qb.onConflict((oc: any) => oc.column('unique_key').doNothing()));
+
 export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, payload: unknown, now: Date, opts: EnqueueOptions = {}): Promise<string | null> {
   const id = newId('job');
-  const res = await db
-    .insertInto('jobs')
-    .values({
+  const inserted = await INSERT_JOB(db, [
+    {
       id,
       task,
       payload: JSON.stringify(payload ?? null),
@@ -44,10 +47,9 @@ export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, pa
       created_at: iso(now),
       updated_at: iso(now),
       finished_at: null,
-    })
-    .onConflict((oc) => oc.column('unique_key').doNothing())
-    .executeTakeFirst();
-  if (Number(res.numInsertedOrUpdatedRows ?? 1) === 0) return null;
+    },
+  ]);
+  if (inserted === 0n) return null;
   if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
   return id;
 }

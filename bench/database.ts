@@ -1,0 +1,35 @@
+// The database a benchmark's server uses: SQLite in its data dir (the default), or Postgres when
+// BENCH_DATABASE_URL is set (a fresh schema per run, dropped at the end). SERVE_ENV adds server
+// settings ("CUBBY_A=1 CUBBY_B=2"): serveEnv() keeps the runner's own CUBBY_* out of the server.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export interface BenchDatabase {
+  kind: 'sqlite' | 'postgres';
+  /** Server settings for it, SERVE_ENV's included. */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+export function benchDatabase(name: string): BenchDatabase {
+  const url = process.env.BENCH_DATABASE_URL;
+  const extra = Object.fromEntries(
+    (process.env.SERVE_ENV ?? '').split(/\s+/).filter(Boolean).map((kv) => {
+      const at = kv.indexOf('=');
+      if (at < 1) throw new Error(`SERVE_ENV: "${kv}" is not NAME=value`);
+      return [kv.slice(0, at), kv.slice(at + 1)];
+    }),
+  );
+  if (!url) return { kind: 'sqlite', env: extra, drop: async () => undefined };
+  const schema = `bench_${name}_${randomBytes(4).toString('hex')}`;
+  return {
+    kind: 'postgres',
+    env: { CUBBY_DATABASE_URL: url, CUBBY_DATABASE_SCHEMA: schema, ...extra },
+    async drop() {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { GroupCommit } from '../src/inbound/group-commit.ts';
+
+// The group commit of received mail (src/inbound/group-commit.ts): its gathering window for
+// announced messages, and one bad item never failing the others.
+
+function recorder() {
+  const groups: string[][] = [];
+  let fail: string | null = null;
+  const commit = async (items: string[]) => {
+    groups.push([...items]);
+    if (fail && items.includes(fail)) throw new Error(`bad ${fail}`);
+  };
+  return { groups, commit, failOn: (item: string) => void (fail = item) };
+}
+
+describe('group commit', () => {
+  it('commits a lone submission at once when nothing is expected, even with a long window', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
+    await gc.submit(['a']);
+    expect(r.groups).toEqual([['a']]);
+  });
+
+  it('waits for an expected submission and commits both in one transaction', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
+    const later = gc.expect();
+    const first = gc.submit(['a']);
+    // Several turns of the event loop: the group is still waiting for the announced item.
+    for (let i = 0; i < 5; i++) await new Promise((res) => setImmediate(res));
+    expect(r.groups).toEqual([]);
+    const second = gc.submit(['b'], later);
+    await Promise.all([first, second]);
+    expect(r.groups).toEqual([['a', 'b']]);
+  });
+
+  it('stops waiting when an expected submission is cancelled (a refused message)', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
+    const refused = gc.expect();
+    const first = gc.submit(['a']);
+    await new Promise((res) => setImmediate(res));
+    refused();
+    refused(); // a second call changes nothing
+    await first;
+    expect(r.groups).toEqual([['a']]);
+    // The count went back to zero: the next lone submission does not wait either.
+    await gc.submit(['b']);
+    expect(r.groups).toEqual([['a'], ['b']]);
+  });
+
+  it('commits without a late expected submission once the window is over', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 20 });
+    const late = gc.expect();
+    await gc.submit(['a']);
+    expect(r.groups).toEqual([['a']]);
+    await gc.submit(['b'], late);
+    expect(r.groups).toEqual([['a'], ['b']]);
+  });
+
+  it('never waits with a window of 0, whatever is expected', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 0 });
+    gc.expect();
+    await gc.submit(['a']);
+    expect(r.groups).toEqual([['a']]);
+  });
+
+  it('does not wait past maxItems: a full group is committed at once', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000, maxItems: 2 });
+    gc.expect();
+    await gc.submit(['a', 'b']);
+    expect(r.groups).toEqual([['a', 'b']]);
+  });
+
+  it('retries a failed group item by item, so only the bad submission fails', async () => {
+    const r = recorder();
+    r.failOn('bad');
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
+    const e1 = gc.expect();
+    const e2 = gc.expect();
+    const a = gc.submit(['a']);
+    const bad = gc.submit(['bad'], e1);
+    const c = gc.submit(['c'], e2);
+    await expect(bad).rejects.toThrow('bad bad');
+    await Promise.all([a, c]);
+    expect(r.groups).toEqual([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
+  });
+});
