@@ -36,6 +36,9 @@ const envSchema = withBlobEnvChecks(z.object({
   CUBBY_SMTP_GREETING_DELAY_MS: z.string().regex(/^\d{1,5}$/, 'must be a whole number of milliseconds (0-99999)').transform(Number).default(0),
   // Milliseconds a group commit of received mail may wait for messages already past DATA to join it
   // (src/inbound/group-commit.ts): fewer, larger transactions under a stream of mail. 0 turns it off.
+  // Worker threads that parse received mail and check SPF/DKIM/DMARC/ARC (src/inbound/analyze-pool.ts),
+  // started with the first message; 0 does that work on the event loop.
+  CUBBY_SMTP_ANALYSIS_THREADS: z.string().regex(/^\d{1,2}$/, 'must be a whole number of threads (0-99)').transform(Number).default(1),
   CUBBY_SMTP_COMMIT_WINDOW_MS: z.string().regex(/^\d{1,3}$/, 'must be a whole number of milliseconds (0-999)').transform(Number).default(5),
   // Message bytes all SMTP sessions may hold in memory at once (each message is kept while it streams
   // to the store); past it, DATA is answered 451 4.3.2. A message alone in flight is always admitted.
@@ -183,6 +186,7 @@ export interface Config {
   readonly smtpMaxDataInFlightBytes: number;
   readonly smtpGreetingDelayMs: number;
   readonly smtpCommitWindowMs: number;
+  readonly smtpAnalysisThreads: number;
   readonly smtpHostname: string;
   readonly smtpTls: { keyFile: string; certFile: string } | null;
   readonly labeler: { kind: 'builtin' } | { kind: 'openai'; url: string; apiKey: string; model: string };
@@ -247,6 +251,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     smtpMaxDataInFlightBytes: e.CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES,
     smtpGreetingDelayMs: e.CUBBY_SMTP_GREETING_DELAY_MS,
     smtpCommitWindowMs: e.CUBBY_SMTP_COMMIT_WINDOW_MS,
+    smtpAnalysisThreads: e.CUBBY_SMTP_ANALYSIS_THREADS,
     smtpHostname: (e.CUBBY_SMTP_HOSTNAME ?? e.CUBBY_MAIL_DOMAIN).toLowerCase(),
     smtpTls: e.CUBBY_SMTP_TLS_KEY && e.CUBBY_SMTP_TLS_CERT ? { keyFile: path.resolve(e.CUBBY_SMTP_TLS_KEY), certFile: path.resolve(e.CUBBY_SMTP_TLS_CERT) } : null,
     labeler:

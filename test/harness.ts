@@ -166,12 +166,12 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
  * `extraEnv` is read when the suite's app boots (an outer beforeAll may still fill it in);
  * `only` narrows the databases (those without CUBBY_TEST_POSTGRES_URL still never run Postgres).
  */
-export function describeEachDatabase(name: string, body: (app: () => TestApp) => void, extraEnv: Record<string, string> = {}, opts: { only?: DatabaseKind[] } = {}) {
+export function describeEachDatabase(name: string, body: (app: () => TestApp) => void, extraEnv: Record<string, string> = {}, opts: { only?: DatabaseKind[]; appOptions?: AppOptions } = {}) {
   for (const kind of DATABASES.filter((k) => !opts.only || opts.only.includes(k))) {
     describe(`${name} [${kind}]`, () => {
       let current: TestApp | undefined;
       beforeAll(async () => {
-        current = await startTestApp(kind, extraEnv);
+        current = await startTestApp(kind, extraEnv, opts.appOptions);
       });
       // A reply that broke the contract fails the test that received it (also through plain fetch).
       afterEach(() => {

@@ -1,12 +1,10 @@
 import { Transform, type Readable } from 'node:stream';
 import type { AppDeps } from '../context.ts';
 import type { DnsResolver, AuthSummary } from './authenticate.ts';
-import { authenticateMessage } from './authenticate.ts';
-import { parseMessage } from './parse.ts';
+import { AnalyzePool } from './analyze-pool.ts';
 import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
 import { assertAllowance, stillRouted } from './recipients.ts';
-import { spamSignals } from './spam-signals.ts';
 import { commitDeliveries, type InboundDelivery } from './store.ts';
 import { BlobMismatchError, type StoredBlob } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
@@ -43,6 +41,7 @@ export interface ReceiveOptions {
 export class InboundPipeline {
   private readonly commits: GroupCommit<InboundDelivery>;
   private readonly budget: DataBudget;
+  private readonly analysis: AnalyzePool;
 
   constructor(
     private readonly deps: AppDeps,
@@ -56,6 +55,12 @@ export class InboundPipeline {
       { windowMs: deps.config.smtpCommitWindowMs },
     );
     this.budget = dataBudgetOf(deps);
+    this.analysis = new AnalyzePool(opts.resolver, deps.config.smtpAnalysisThreads, { log: deps.log, counted: (on) => deps.metrics.smtpAnalyses.inc({ on }) });
+  }
+
+  /** Stops the analysis threads (after the last session). */
+  close(): Promise<void> {
+    return this.analysis.close();
   }
 
   async receive(msg: IncomingMessage, report: ReceiveReport = {}): Promise<string[]> {
@@ -135,14 +140,12 @@ export class InboundPipeline {
     try {
       const bytes = Buffer.concat(chunks);
       chunks.length = 0; // one copy of the message, not two
-      const parsed = await parseMessage(bytes, { deliveredTo: accepted[0]!.address, receivedAt });
-      const auth: AuthSummary | null = await authenticateMessage({ raw: bytes, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta, resolver: this.opts.resolver });
+      const { parsed, auth, spamFlags, messages, jsonBytes } = await this.analysis.analyze(bytes, {
+        deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta,
+      });
       report.auth = auth;
-      const flags = spamSignals(bytes, parsed);
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
-      const messages = accepted.map((r) => ({ ...parsed.messageJson(), delivered_to: r.address }));
-      const jsonBytes = messages.map((m) => Buffer.from(JSON.stringify(m, null, 2)));
       // Every blob of the message is written (and fsynced) in parallel.
       const [jsons] = await Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
       const raw = await putting.catch(failed);
@@ -160,7 +163,7 @@ export class InboundPipeline {
           storedAttachments,
           envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
           auth,
-          spamFlags: flags,
+          spamFlags,
         });
       }
       await this.commits.submit(deliveries, input.expected);

@@ -31,6 +31,8 @@ interface ShutdownState {
   busy: Set<string>;
   /** Set by closeSmtpServer: closes every session not in DATA (called again as each DATA ends). */
   closeIdle: (() => void) | null;
+  /** Stops what the pipeline runs beside the sessions (its analysis threads), once they are gone. */
+  release?: () => Promise<void>;
 }
 const shutdownByServer = new WeakMap<SMTPServer, ShutdownState>();
 
@@ -53,7 +55,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
   const messages = new Map<string, number>();
   const perIp = new Map<string, number>();
   const counted = new Set<string>();
-  const state: ShutdownState = { busy: new Set<string>(), closeIdle: null };
+  const state: ShutdownState = { busy: new Set<string>(), closeIdle: null, release: () => pipeline.close() };
   const busy = state.busy;
 
   // One log line (and one metrics sample) per transaction: when DATA is answered, or when a
@@ -200,7 +202,7 @@ export function createSmtpServer(deps: AppDeps, opts: SmtpOptions): SMTPServer {
 export function closeSmtpServer(server: SMTPServer, graceMs: number): Promise<void> {
   const state = shutdownByServer.get(server) ?? { busy: new Set<string>(), closeIdle: null };
   (server.options as { closeTimeout?: number }).closeTimeout = Math.max(1, graceMs);
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const closed = new Promise<void>((resolve) => server.close(() => resolve())).then(() => state.release?.());
   const connections = (server as unknown as { connections: Set<{ session: SMTPServerSession; send(code: number, text: string): void; close(): void }> }).connections;
   state.closeIdle = () => {
     for (const c of [...connections]) {

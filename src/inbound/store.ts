@@ -31,7 +31,8 @@ export interface InboundDelivery {
   deliveredTo: string;
   receivedAt: Date;
   raw: StoredBlob;
-  parsed: ParsedEmail;
+  /** The parsed message (its fields only: it may come from a worker thread). */
+  parsed: Omit<ParsedEmail, 'messageJson'>;
   /** message.json for this recipient (delivered_to differs per recipient). */
   messageJson: StoredBlob;
   /** Its content, when the caller has it: handed to the labeling job (src/labels/recent-messages.ts). */

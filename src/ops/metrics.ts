@@ -36,6 +36,7 @@ export class Metrics {
   // Finer buckets than SECONDS: the end of DATA to 250 is the wait a sender sees, a few ms to tens of ms.
   readonly smtpDataEndToReply = new Histogram({ name: 'cubby_smtp_data_end_to_reply_seconds', help: 'Time from the end of DATA (the final dot) to the 250 of an accepted message: parse, authenticate, fsync, commit', buckets: DATA_END_SECONDS, registers: [this.registry] });
 
+  readonly smtpAnalyses = new Counter({ name: 'cubby_smtp_analyses_total', help: 'Received messages parsed and authenticated, by where: on an analysis thread, or on the event loop (no threads configured, or a thread was lost)', labelNames: ['on'] as const, registers: [this.registry] });
   readonly smtpGroupCommits = new Counter({ name: 'cubby_smtp_group_commits_total', help: 'Transactions that stored received mail (a group commit holds one or more messages)', registers: [this.registry] });
 
   readonly jobRuns = new Counter({ name: 'cubby_job_runs_total', help: 'Job runs by task and outcome (done, retry, failed, released)', labelNames: ['task', 'outcome'] as const, registers: [this.registry] });

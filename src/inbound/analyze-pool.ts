@@ -1,0 +1,138 @@
+import { Worker } from 'node:worker_threads';
+import { analyzeMessage, type Analysis, type AnalyzeInput } from './analyze.ts';
+import type { DnsResolver } from './authenticate.ts';
+import type { FromWorker, ToWorker } from './analyze-worker.ts';
+
+/**
+ * Parsing, SPF/DKIM/DMARC/ARC and message.json serialization of received mail on worker threads,
+ * so that the event loop, which runs SMTP sessions and the group commit, does not (they were an
+ * eighth of its time per message). `threads` workers start with the first message; 0 analyzes on
+ * the event loop. DNS questions come back to this thread's resolver. A worker that dies fails
+ * nothing: its messages are analyzed here and a new worker starts with the next message.
+ */
+export class AnalyzePool {
+  private workers: PoolWorker[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly resolver: DnsResolver,
+    private readonly threads: number,
+    private readonly opts: {
+      log: { warn: (obj: unknown, msg: string) => void };
+      /** Counts each analysis by where it ran. */
+      counted?: (on: 'thread' | 'event_loop') => void;
+      /** The worker module (tests: one that dies). */
+      workerModule?: URL;
+    },
+  ) {}
+
+  async analyze(bytes: Buffer, input: AnalyzeInput): Promise<Analysis> {
+    const worker = this.pick();
+    if (worker) {
+      try {
+        const analysis = await worker.analyze(bytes, input);
+        this.opts.counted?.('thread');
+        return analysis;
+      } catch (err) {
+        if (!(err instanceof WorkerLost)) throw err;
+        this.opts.log.warn({ err: err.message }, 'analysis thread lost; analyzing on the event loop');
+      }
+    }
+    const analysis = await analyzeMessage(bytes, input, this.resolver);
+    this.opts.counted?.('event_loop');
+    return analysis;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.workers.map((w) => w.terminate()));
+    this.workers = [];
+  }
+
+  private pick(): PoolWorker | null {
+    if (this.closed || this.threads <= 0) return null;
+    this.workers = this.workers.filter((w) => w.alive);
+    // The least busy thread; a new one while the pool is not full and every thread has work.
+    let best = this.workers.reduce<PoolWorker | null>((b, w) => (!b || w.busy < b.busy ? w : b), null);
+    if (this.workers.length < this.threads && (!best || best.busy > 0)) {
+      best = new PoolWorker(this.resolver, this.opts.workerModule ?? new URL('./analyze-worker.ts', import.meta.url));
+      this.workers.push(best);
+    }
+    return best;
+  }
+}
+
+class WorkerLost extends Error {}
+
+class PoolWorker {
+  busy = 0;
+  alive = true;
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (a: Analysis) => void; reject: (e: unknown) => void }>();
+
+  constructor(
+    private readonly resolver: DnsResolver,
+    module: URL,
+  ) {
+    this.worker = new Worker(new URL('./analyze-worker-boot.mjs', import.meta.url), {
+      workerData: { module: module.href },
+      // Not the app's execArgv (a --cpu-prof or --inspect meant for the main thread).
+      execArgv: [],
+    });
+    this.worker.unref();
+    this.worker.on('message', (msg: FromWorker) => this.onMessage(msg));
+    this.worker.on('error', (err) => this.lost(err.message));
+    this.worker.on('exit', (code) => this.lost(`exited with code ${code}`));
+  }
+
+  analyze(bytes: Buffer, input: AnalyzeInput): Promise<Analysis> {
+    const id = this.nextId++;
+    this.busy++;
+    return new Promise<Analysis>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      const msg: ToWorker = { kind: 'analyze', id, bytes, input: { ...input, receivedAt: input.receivedAt.getTime() } };
+      this.worker.postMessage(msg);
+    }).finally(() => this.busy--);
+  }
+
+  terminate(): Promise<number> {
+    this.alive = false;
+    return this.worker.terminate();
+  }
+
+  private onMessage(msg: FromWorker): void {
+    if (msg.kind === 'dns') {
+      this.resolver(msg.name, msg.rrtype).then(
+        (value) => this.worker.postMessage({ kind: 'dns', qid: msg.qid, value } satisfies ToWorker),
+        (err: unknown) => {
+          const e = err as { code?: unknown; message?: unknown };
+          this.worker.postMessage({ kind: 'dns', qid: msg.qid, error: { code: typeof e?.code === 'string' ? e.code : 'ESERVFAIL', message: String(e?.message ?? err) } } satisfies ToWorker);
+        },
+      );
+      return;
+    }
+    const pending = this.pending.get(msg.id);
+    this.pending.delete(msg.id);
+    if (!pending) return;
+    if (msg.kind === 'failed') pending.reject(new Error(msg.message));
+    else pending.resolve(revive(msg.analysis as Analysis));
+  }
+
+  private lost(why: string): void {
+    if (!this.alive && !this.pending.size) return;
+    this.alive = false;
+    for (const p of this.pending.values()) p.reject(new WorkerLost(why));
+    this.pending.clear();
+  }
+}
+
+/** Buffers arrive as Uint8Arrays: make them Buffers again (same memory, no copy). */
+function revive(a: Analysis): Analysis {
+  const buf = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  return {
+    ...a,
+    parsed: { ...a.parsed, attachments: a.parsed.attachments.map((x) => ({ ...x, content: buf(x.content) })) },
+    jsonBytes: a.jsonBytes.map(buf),
+  };
+}

@@ -1,0 +1,44 @@
+import { authenticateMessage, type AuthSummary, type DnsResolver } from './authenticate.ts';
+import { parseMessage } from './parse.ts';
+import type { MessageJson, ParsedEmail } from './parse-types.ts';
+import { spamSignals } from './spam-signals.ts';
+
+/** What one received message needs besides its bytes. */
+export interface AnalyzeInput {
+  /** The accepted recipients' addresses: one message.json each (delivered_to differs). */
+  deliveredTo: string[];
+  receivedAt: Date;
+  clientIp: string;
+  helo: string | null;
+  mailFrom: string | null;
+  /** Our hostname, for Authentication-Results. */
+  mta: string;
+}
+
+/** Plain data (it crosses to and from a worker thread): ParsedEmail without its messageJson(). */
+export type ParsedFields = Omit<ParsedEmail, 'messageJson'>;
+
+export interface Analysis {
+  parsed: ParsedFields;
+  auth: AuthSummary | null;
+  spamFlags: string[];
+  /** message.json per recipient, in `deliveredTo` order: the object and its stored bytes. */
+  messages: MessageJson[];
+  jsonBytes: Buffer[];
+}
+
+/**
+ * The CPU-heavy part of receiving one message, free of the database and the store: parse it, check
+ * SPF/DKIM/DMARC/ARC, note spam signals and serialize each recipient's message.json. It runs in a
+ * worker thread (src/inbound/analyze-pool.ts) or, where none runs, on the event loop; the result
+ * is the same either way.
+ */
+export async function analyzeMessage(bytes: Buffer, input: AnalyzeInput, resolver: DnsResolver): Promise<Analysis> {
+  const parsed = await parseMessage(bytes, { deliveredTo: input.deliveredTo[0]!, receivedAt: input.receivedAt });
+  const auth = await authenticateMessage({ raw: bytes, clientIp: input.clientIp, helo: input.helo, mailFrom: input.mailFrom, mta: input.mta, resolver });
+  const spamFlags = spamSignals(bytes, parsed);
+  const base = parsed.messageJson();
+  const messages = input.deliveredTo.map((address) => ({ ...base, delivered_to: address }));
+  const { messageJson: _fn, ...fields } = parsed;
+  return { parsed: fields, auth, spamFlags, messages, jsonBytes: messages.map((m) => Buffer.from(JSON.stringify(m, null, 2))) };
+}
