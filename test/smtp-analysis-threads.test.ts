@@ -73,13 +73,19 @@ describe('analysis threads', () => {
 
   it('analyze on the event loop when a thread dies, and fail no message', async () => {
     const warned: unknown[] = [];
-    const { p, counts } = pool(1, { workerModule: new URL('./fixtures/analysis/dying-worker.ts', import.meta.url), log: { warn: (o) => void warned.push(o) } });
+    const dying = new URL('./fixtures/analysis/dying-worker.ts', import.meta.url);
     const bytes = fs.readFileSync(path.join(FIXTURES, 'legacy', '000.eml'));
     const expected = await analyzeMessage(bytes, input(), zone());
+    const { p, counts } = pool(1, { workerModule: dying, restartDelayMs: 0, log: { warn: (o) => void warned.push(o) } });
     expect(await p.analyze(bytes, input())).toEqual(expected);
     expect(await p.analyze(bytes, input())).toEqual(expected); // a new thread, which dies too
     expect(counts).toEqual({ thread: 0, event_loop: 2 });
     expect(warned.length).toBe(2);
+    // With a restart delay, a thread that keeps dying is not started again for every message.
+    const slow = pool(1, { workerModule: dying, restartDelayMs: 60_000, log: { warn: (o) => void warned.push(o) } });
+    for (let i = 0; i < 3; i++) expect(await slow.p.analyze(bytes, input())).toEqual(expected);
+    expect(slow.counts).toEqual({ thread: 0, event_loop: 3 });
+    expect(warned.length).toBe(3);
   });
 
   it('run on the event loop with 0 threads', async () => {

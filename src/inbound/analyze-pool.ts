@@ -13,6 +13,8 @@ import type { FromWorker, ToWorker } from './analyze-worker.ts';
 export class AnalyzePool {
   private workers: PoolWorker[] = [];
   private closed = false;
+  /** When a thread was last lost (performance.now()), 0 if never. */
+  private lostAt = 0;
 
   constructor(
     private readonly resolver: DnsResolver,
@@ -23,6 +25,8 @@ export class AnalyzePool {
       counted?: (on: 'thread' | 'event_loop') => void;
       /** The worker module (tests: one that dies). */
       workerModule?: URL;
+      /** After a thread is lost, no new one starts for this long (a thread that cannot start would otherwise be retried for every message). */
+      restartDelayMs?: number;
     },
   ) {}
 
@@ -35,6 +39,7 @@ export class AnalyzePool {
         return analysis;
       } catch (err) {
         if (!(err instanceof WorkerLost)) throw err;
+        this.lostAt = performance.now();
         this.opts.log.warn({ err: err.message }, 'analysis thread lost; analyzing on the event loop');
       }
     }
@@ -54,7 +59,8 @@ export class AnalyzePool {
     this.workers = this.workers.filter((w) => w.alive);
     // The least busy thread; a new one while the pool is not full and every thread has work.
     let best = this.workers.reduce<PoolWorker | null>((b, w) => (!b || w.busy < b.busy ? w : b), null);
-    if (this.workers.length < this.threads && (!best || best.busy > 0)) {
+    const restarting = this.lostAt > 0 && performance.now() - this.lostAt < (this.opts.restartDelayMs ?? 5_000);
+    if (this.workers.length < this.threads && (!best || best.busy > 0) && !(restarting && !best)) {
       best = new PoolWorker(this.resolver, this.opts.workerModule ?? new URL('./analyze-worker.ts', import.meta.url));
       this.workers.push(best);
     }
