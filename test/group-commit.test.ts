@@ -52,9 +52,14 @@ describe('group commit', () => {
 
   it('commits without a late expected submission once the window is over', async () => {
     const r = recorder();
-    const gc = new GroupCommit(r.commit, { windowMs: 20 });
+    const gc = new GroupCommit(r.commit, { windowMs: 50 });
     const late = gc.expect();
-    await gc.submit(['a']);
+    const first = gc.submit(['a']);
+    // Within the window the group waits (without the window it would be committed by now) ...
+    for (let i = 0; i < 5; i++) await new Promise((res) => setImmediate(res));
+    expect(r.groups).toEqual([]);
+    // ... and once it is over, it is committed without the late one.
+    await first;
     expect(r.groups).toEqual([['a']]);
     await gc.submit(['b'], late);
     expect(r.groups).toEqual([['a'], ['b']]);

@@ -38,9 +38,9 @@ describe('analysis threads', () => {
 
   it('give what the event loop gives for real and broken messages, attachments and message.json bytes included', async () => {
     const { p, counts } = pool(1);
-    const files = ['legacy', 'thirdparty', 'malformed', 'hostile'].flatMap((dir) => {
+    const files = ['legacy', 'thirdparty', 'malformed', 'rfc'].flatMap((dir) => {
       const d = path.join(FIXTURES, dir);
-      return fs.existsSync(d) ? fs.readdirSync(d).filter((f) => f.endsWith('.eml')).slice(0, 12).map((f) => path.join(d, f)) : [];
+      return fs.readdirSync(d).filter((f) => f.endsWith('.eml')).slice(0, 12).map((f) => path.join(d, f));
     });
     expect(files.length).toBeGreaterThan(20);
     let attachments = 0;
@@ -69,6 +69,29 @@ describe('analysis threads', () => {
     // "No record" keeps its meaning across the thread: an unknown sender domain is spf=none, not an error.
     const none = await p.analyze(message(), input({ mailFrom: 'someone@nowhere.test' }));
     expect(none.auth?.spf.result).toBe('none');
+  });
+
+  it('bring DNS failures across as failures (temperror), also from a resolver that throws at once', async () => {
+    const failing = async (name: string) => {
+      throw Object.assign(new Error(`timed out ${name}`), { code: 'ETIMEOUT' });
+    };
+    const throwsAtOnce = ((name: string) => {
+      throw Object.assign(new Error(`broken ${name}`), { code: 'ESERVFAIL' });
+    }) as unknown as typeof failing;
+    for (const resolver of [failing, throwsAtOnce]) {
+      const p = new AnalyzePool(resolver, 1, { log });
+      pools.push(p);
+      const a = await p.analyze(message(), input());
+      expect(a.auth?.spf.result).toBe('temperror');
+      expect(a).toEqual(await analyzeMessage(message(), input(), resolver));
+    }
+  });
+
+  it('give up on a thread that does not answer in time and analyze on the event loop', async () => {
+    const { p, counts } = pool(1, { workerModule: new URL('./fixtures/analysis/hanging-worker.ts', import.meta.url), jobTimeoutMs: 300 });
+    const bytes = fs.readFileSync(path.join(FIXTURES, 'legacy', '000.eml'));
+    expect(await p.analyze(bytes, input())).toEqual(await analyzeMessage(bytes, input(), zone()));
+    expect(counts).toEqual({ thread: 0, event_loop: 1 });
   });
 
   it('analyze on the event loop when a thread dies, and fail no message', async () => {

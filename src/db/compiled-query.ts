@@ -58,8 +58,8 @@ type InsertTable = keyof DB & string;
  */
 export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: any) => Compilable<unknown>) {
   const byDialect = new WeakMap<object, Map<string, string>>();
-  /** Resolves to the rows inserted (or updated by an ON CONFLICT clause), as the database counts them. */
-  return async (db: Kysely<DB>, rows: readonly DB[T][]): Promise<bigint> => {
+  /** Resolves to the rows inserted (or updated by an ON CONFLICT clause) as the database counts them; undefined if it did not say. */
+  return async (db: Kysely<DB>, rows: readonly DB[T][]): Promise<bigint | undefined> => {
     if (!rows.length) return 0n;
     const columns = Object.keys(rows[0]!);
     const parameters: unknown[] = [];
@@ -89,13 +89,13 @@ export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: an
       if (texts.size >= 256) texts.delete(texts.keys().next().value!);
       texts.set(shape, sql);
     }
-    return (await db.executeQuery(CompiledQuery.raw(sql, parameters))).numAffectedRows ?? 0n;
+    return (await db.executeQuery(CompiledQuery.raw(sql, parameters))).numAffectedRows;
   };
 }
 
-async function uncached(db: Kysely<DB>, table: InsertTable, rows: readonly unknown[], modify?: (qb: any) => Compilable<unknown>): Promise<bigint> {
+async function uncached(db: Kysely<DB>, table: InsertTable, rows: readonly unknown[], modify?: (qb: any) => Compilable<unknown>): Promise<bigint | undefined> {
   let qb: any = db.insertInto(table).values(rows as any);
   if (modify) qb = modify(qb);
   const results = (await qb.execute()) as { numInsertedOrUpdatedRows?: bigint }[];
-  return results.reduce((n, r) => n + (r.numInsertedOrUpdatedRows ?? 0n), 0n);
+  return results.some((r) => r.numInsertedOrUpdatedRows === undefined) ? undefined : results.reduce((n, r) => n + r.numInsertedOrUpdatedRows!, 0n);
 }

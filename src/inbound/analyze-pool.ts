@@ -27,6 +27,8 @@ export class AnalyzePool {
       workerModule?: URL;
       /** After a thread is lost, no new one starts for this long (a thread that cannot start would otherwise be retried for every message). */
       restartDelayMs?: number;
+      /** A message not analyzed by then ends its thread (a hung parser) and is analyzed on the event loop. */
+      jobTimeoutMs?: number;
     },
   ) {}
 
@@ -60,8 +62,8 @@ export class AnalyzePool {
     // The least busy thread; a new one while the pool is not full and every thread has work.
     let best = this.workers.reduce<PoolWorker | null>((b, w) => (!b || w.busy < b.busy ? w : b), null);
     const restarting = this.lostAt > 0 && performance.now() - this.lostAt < (this.opts.restartDelayMs ?? 5_000);
-    if (this.workers.length < this.threads && (!best || best.busy > 0) && !(restarting && !best)) {
-      best = new PoolWorker(this.resolver, this.opts.workerModule ?? new URL('./analyze-worker.ts', import.meta.url));
+    if (this.workers.length < this.threads && (!best || best.busy > 0) && !restarting) {
+      best = new PoolWorker(this.resolver, this.opts.workerModule ?? new URL('./analyze-worker.ts', import.meta.url), this.opts.jobTimeoutMs ?? 60_000);
       this.workers.push(best);
     }
     return best;
@@ -80,6 +82,7 @@ class PoolWorker {
   constructor(
     private readonly resolver: DnsResolver,
     module: URL,
+    private readonly jobTimeoutMs: number,
   ) {
     this.worker = new Worker(new URL('./analyze-worker-boot.mjs', import.meta.url), {
       workerData: { module: module.href },
@@ -95,11 +98,23 @@ class PoolWorker {
   analyze(bytes: Buffer, input: AnalyzeInput): Promise<Analysis> {
     const id = this.nextId++;
     this.busy++;
+    let timer: NodeJS.Timeout | undefined;
     return new Promise<Analysis>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      const msg: ToWorker = { kind: 'analyze', id, bytes, input: { ...input, receivedAt: input.receivedAt.getTime() } };
-      this.worker.postMessage(msg);
-    }).finally(() => this.busy--);
+      timer = setTimeout(() => {
+        this.lost(`no answer in ${this.jobTimeoutMs} ms`);
+        void this.worker.terminate();
+      }, this.jobTimeoutMs);
+      timer.unref();
+      // A copy of the message's own size, moved to the thread: `bytes` may be a view into a shared
+      // pool slab (which a copy by structured clone would carry whole), and stays here for a fallback.
+      const copy = new Uint8Array(bytes);
+      const msg: ToWorker = { kind: 'analyze', id, bytes: copy, input: { ...input, receivedAt: input.receivedAt.getTime() } };
+      this.worker.postMessage(msg, [copy.buffer]);
+    }).finally(() => {
+      clearTimeout(timer);
+      this.busy--;
+    });
   }
 
   terminate(): Promise<number> {
@@ -109,13 +124,24 @@ class PoolWorker {
 
   private onMessage(msg: FromWorker): void {
     if (msg.kind === 'dns') {
-      this.resolver(msg.name, msg.rrtype).then(
-        (value) => this.worker.postMessage({ kind: 'dns', qid: msg.qid, value } satisfies ToWorker),
-        (err: unknown) => {
-          const e = err as { code?: unknown; message?: unknown };
-          this.worker.postMessage({ kind: 'dns', qid: msg.qid, error: { code: typeof e?.code === 'string' ? e.code : 'ESERVFAIL', message: String(e?.message ?? err) } } satisfies ToWorker);
-        },
-      );
+      const answer = (reply: ToWorker) => {
+        try {
+          this.worker.postMessage(reply);
+        } catch (err) {
+          // An answer that cannot cross to the thread (not plain data) is a failed lookup there.
+          this.worker.postMessage({ kind: 'dns', qid: msg.qid, error: { code: 'ESERVFAIL', message: String((err as Error)?.message ?? err) } } satisfies ToWorker);
+        }
+      };
+      // Through a promise: a resolver that throws, or returns a plain value, cannot escape this listener.
+      Promise.resolve()
+        .then(() => this.resolver(msg.name, msg.rrtype))
+        .then(
+          (value) => answer({ kind: 'dns', qid: msg.qid, value }),
+          (err: unknown) => {
+            const e = err as { code?: unknown; message?: unknown };
+            answer({ kind: 'dns', qid: msg.qid, error: { code: typeof e?.code === 'string' ? e.code : 'ESERVFAIL', message: String(e?.message ?? err) } });
+          },
+        );
       return;
     }
     const pending = this.pending.get(msg.id);

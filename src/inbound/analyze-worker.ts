@@ -37,7 +37,22 @@ port.on('message', (msg: ToWorker) => {
   }
   const bytes = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
   analyzeMessage(bytes, { ...msg.input, receivedAt: new Date(msg.input.receivedAt) }, resolver).then(
-    (analysis) => port.postMessage({ kind: 'done', id: msg.id, analysis } satisfies FromWorker),
+    (analysis) => {
+      // The result's bytes go back moved, not copied: each in a buffer of its own size, so that a
+      // small Buffer never carries the rest of the 8 KiB pool slab it was cut from.
+      const moved = new Set<ArrayBuffer>();
+      const own = (b: Buffer): Buffer => {
+        const whole = b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && !moved.has(b.buffer as ArrayBuffer) ? b : Buffer.from(new Uint8Array(b));
+        moved.add(whole.buffer as ArrayBuffer);
+        return whole;
+      };
+      const result = {
+        ...analysis,
+        parsed: { ...analysis.parsed, attachments: analysis.parsed.attachments.map((a) => ({ ...a, content: own(a.content) })) },
+        jsonBytes: analysis.jsonBytes.map(own),
+      };
+      port.postMessage({ kind: 'done', id: msg.id, analysis: result } satisfies FromWorker, [...moved]);
+    },
     (err: unknown) => port.postMessage({ kind: 'failed', id: msg.id, message: String((err as Error)?.message ?? err) } satisfies FromWorker),
   );
 });

@@ -103,18 +103,12 @@ export class InboundPipeline {
     putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     const allIn = new Promise<void>((resolve) => tee.once('finish', resolve));
     await Promise.race([allIn, putting]).catch(failed);
-    // From here the message is on its way to the group commit, which may wait a little for it.
-    const expected = this.commits.expect();
-    try {
-      return await this.storeReceived(msg, { putting, chunks, size, failed, expected }, report);
-    } finally {
-      expected();
-    }
+    return this.storeReceived(msg, { putting, chunks, size, failed }, report);
   }
 
   private async storeReceived(
     msg: IncomingMessage,
-    input: { putting: Promise<StoredBlob>; chunks: Buffer[]; size: number; failed: (err: unknown) => never; expected: () => void },
+    input: { putting: Promise<StoredBlob>; chunks: Buffer[]; size: number; failed: (err: unknown) => never },
     report: ReceiveReport,
   ): Promise<string[]> {
     const { deps } = this;
@@ -137,6 +131,7 @@ export class InboundPipeline {
       throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
     }
 
+    let expected: (() => void) | undefined;
     try {
       const bytes = Buffer.concat(chunks);
       chunks.length = 0; // one copy of the message, not two
@@ -144,6 +139,9 @@ export class InboundPipeline {
         deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta,
       });
       report.auth = auth;
+      // Parsed and authenticated: only its blobs' fsyncs are left before the commit, which may wait
+      // a little for it (src/inbound/group-commit.ts).
+      expected = this.commits.expect();
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
       // Every blob of the message is written (and fsynced) in parallel.
@@ -166,10 +164,12 @@ export class InboundPipeline {
           spamFlags,
         });
       }
-      await this.commits.submit(deliveries, input.expected);
+      await this.commits.submit(deliveries, expected);
       return deliveries.map((d) => d.emailId);
     } catch (err) {
       throw storageFault(err);
+    } finally {
+      expected?.(); // a message that failed before its submit is no longer awaited
     }
   }
 }

@@ -49,6 +49,7 @@ export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, pa
       finished_at: null,
     },
   ]);
+  // Zero: the unique key is taken (a count the driver did not give counts as inserted, as before).
   if (inserted === 0n) return null;
   if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
   return id;
