@@ -86,6 +86,11 @@ export async function startTestApp(kind: DatabaseKind, extraEnv: Record<string, 
     CUBBY_SECRET_KEY: randomBytes(32).toString('hex'),
     // Suites sign people up in the browser freely; the sign-up policy tests set their own.
     CUBBY_SIGNUP: 'open',
+    // Received mail is analyzed on the event loop here: an analysis thread loads its own copy of the
+    // parsing and authentication modules (about a CPU-second per app), which suites about other
+    // things need not pay. test/smtp-analysis-threads.test.ts and the suites that run
+    // `cubby serve` (test/serve-process.ts) use the default thread.
+    CUBBY_SMTP_ANALYSIS_THREADS: '0',
     ...(kind === 'postgres' ? { CUBBY_DATABASE_URL: process.env.CUBBY_TEST_POSTGRES_URL!, CUBBY_DATABASE_SCHEMA: schema! } : {}),
     ...extraEnv,
   };
