@@ -29,35 +29,37 @@ describeEachDatabase('compiled queries', (app) => {
     await expect(inlined.execute(db, 'a')).rejects.toThrow(/not a bound parameter/);
   });
 
+  // On received_usage: nothing of the app deletes its rows (the blob purge job would race a test on blobs).
   it('inserts rows of any count with the values of each call, as the builder does; ON CONFLICT counts only new rows', async () => {
     const { db } = app().started.deps;
-    const insert = compiledInsert('blobs', (qb) => qb.onConflict((oc: any) => oc.column('sha256').doNothing()));
-    const row = (i: number) => ({ sha256: `ci-${process.pid}-${Math.random()}-${i}`.padEnd(64, '0'), byte_size: i, md5: `m${i}`, created_at: '2026-03-15T00:00:00.000Z' });
+    const insert = compiledInsert('received_usage', (qb) => qb.onConflict((oc: any) => oc.columns(['scope_id', 'period']).doNothing()));
+    const row = (i: number) => ({ scope_id: `ci-${Math.random()}-${i}`, period: '2026-03', count: i, bytes: i * 10 });
     const one = [row(1)];
     const three = [row(2), row(3), row(4)];
     expect(await insert(db, one)).toBe(1n);
     expect(await insert(db, three)).toBe(3n);
     // The same shape again, with one row already there: new values bound, the old row left alone.
-    const again = [row(5), { ...three[0]!, byte_size: 999 }, row(6)];
+    const again = [row(5), { ...three[0]!, count: 999 }, row(6)];
     expect(await insert(db, again)).toBe(2n);
     expect(await insert(db, [])).toBe(0n);
     const all = [...one, ...three, again[0]!, again[2]!];
-    const stored = await db.selectFrom('blobs').select(['sha256', 'byte_size', 'md5']).where('sha256', 'in', all.map((r) => r.sha256)).orderBy('byte_size').execute();
-    expect(stored.map((r) => ({ ...r, byte_size: Number(r.byte_size) }))).toEqual(all.map(({ sha256, byte_size, md5 }) => ({ sha256, byte_size, md5 })).sort((a, b) => a.byte_size - b.byte_size));
+    const stored = await db.selectFrom('received_usage').select(['scope_id', 'period', 'count', 'bytes']).where('scope_id', 'in', all.map((r) => r.scope_id)).orderBy('count').execute();
+    expect(stored.map((r) => ({ ...r, count: Number(r.count), bytes: Number(r.bytes) }))).toEqual(all);
   });
 
   it('inserts a row that the cached text cannot take (a missing column, an expression) through the builder', async () => {
     const { db } = app().started.deps;
-    const insert = compiledInsert('blobs');
-    const sha = (s: string) => `ci-${s}-${Math.random()}`.padEnd(64, '0');
-    // Cache the two-column-short shape first; then a row with another column set, and one with an expression.
-    await insert(db, [{ sha256: sha('a'), byte_size: 1, md5: 'x', created_at: '2026-03-15T00:00:00.000Z' }]);
-    const missing = { sha256: sha('b'), byte_size: 2, md5: 'y' } as any;
-    await expect(insert(db, [missing])).rejects.toThrow(); // created_at is required: the database says so, nothing inserted silently
-    const expr = { sha256: sha('c'), byte_size: sql<number>`1 + 2`, md5: 'z', created_at: '2026-03-15T00:00:00.000Z' } as any;
+    const insert = compiledInsert('received_usage');
+    const scope = (s: string) => `ci-${s}-${Math.random()}`;
+    // Cache the four-column shape first; then a row without a column, and one with an expression.
+    await insert(db, [{ scope_id: scope('a'), period: '2026-03', count: 1, bytes: 1 }]);
+    const missing = { scope_id: scope('b'), period: '2026-03', count: 2 } as any;
+    await expect(insert(db, [missing])).rejects.toThrow(); // bytes is required: the database says so, nothing inserted silently
+    expect(await db.selectFrom('received_usage').select('count').where('scope_id', '=', missing.scope_id).execute()).toEqual([]);
+    const expr = { scope_id: scope('c'), period: '2026-03', count: sql<number>`1 + 2`, bytes: 0 } as any;
     expect(await insert(db, [expr])).toBe(1n);
-    const got = await db.selectFrom('blobs').select('byte_size').where('sha256', '=', expr.sha256).executeTakeFirstOrThrow();
-    expect(Number(got.byte_size)).toBe(3);
+    const got = await db.selectFrom('received_usage').select('count').where('scope_id', '=', expr.scope_id).executeTakeFirstOrThrow();
+    expect(Number(got.count)).toBe(3);
   });
 });
 
