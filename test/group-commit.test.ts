@@ -14,6 +14,11 @@ function recorder() {
   return { groups, commit, failOn: (item: string) => void (fail = item) };
 }
 
+/** Lets the event loop go round n times (a group that does not wait would be committed by then). */
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise((res) => setImmediate(res));
+}
+
 describe('group commit', () => {
   it('commits a lone submission at once when nothing is expected, even with a long window', async () => {
     const r = recorder();
@@ -28,7 +33,7 @@ describe('group commit', () => {
     const later = gc.expect();
     const first = gc.submit(['a']);
     // Several turns of the event loop: the group is still waiting for the announced item.
-    for (let i = 0; i < 5; i++) await new Promise((res) => setImmediate(res));
+    await turns(5);
     expect(r.groups).toEqual([]);
     const second = gc.submit(['b'], later);
     await Promise.all([first, second]);
@@ -40,7 +45,7 @@ describe('group commit', () => {
     const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
     const refused = gc.expect();
     const first = gc.submit(['a']);
-    await new Promise((res) => setImmediate(res));
+    await turns(1);
     refused();
     refused(); // a second call changes nothing
     await first;
@@ -56,7 +61,7 @@ describe('group commit', () => {
     const late = gc.expect();
     const first = gc.submit(['a']);
     // Within the window the group waits (without the window it would be committed by now) ...
-    for (let i = 0; i < 5; i++) await new Promise((res) => setImmediate(res));
+    await turns(5);
     expect(r.groups).toEqual([]);
     // ... and once it is over, it is committed without the late one.
     await first;

@@ -1,6 +1,6 @@
 import { authenticateMessage, type AuthSummary, type DnsResolver } from './authenticate.ts';
 import { parseMessage } from './parse.ts';
-import type { MessageJson, ParsedEmail } from './parse-types.ts';
+import type { MessageJson, ParsedFields } from './parse-types.ts';
 import { spamSignals } from './spam-signals.ts';
 
 /** What one received message needs besides its bytes. */
@@ -14,9 +14,6 @@ export interface AnalyzeInput {
   /** Our hostname, for Authentication-Results. */
   mta: string;
 }
-
-/** Plain data (it crosses to and from a worker thread): ParsedEmail without its messageJson(). */
-export type ParsedFields = Omit<ParsedEmail, 'messageJson'>;
 
 export interface Analysis {
   parsed: ParsedFields;

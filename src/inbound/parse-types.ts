@@ -165,3 +165,6 @@ export interface ParseOptions extends Partial<ParseLimits> {
   deliveredTo: string;
   receivedAt: Date;
 }
+
+/** A ParsedEmail as plain data, without messageJson() (it crosses to and from a worker thread). */
+export type ParsedFields = Omit<ParsedEmail, 'messageJson'>;

@@ -6,7 +6,7 @@ import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
 import { assertAllowance, stillRouted } from './recipients.ts';
 import { commitDeliveries, type InboundDelivery } from './store.ts';
-import { BlobMismatchError, type StoredBlob } from '../blobs/blob-store.ts';
+import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -103,16 +103,6 @@ export class InboundPipeline {
     putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     const allIn = new Promise<void>((resolve) => tee.once('finish', resolve));
     await Promise.race([allIn, putting]).catch(failed);
-    return this.storeReceived(msg, { putting, chunks, size, failed }, report);
-  }
-
-  private async storeReceived(
-    msg: IncomingMessage,
-    input: { putting: Promise<StoredBlob>; chunks: Buffer[]; size: number; failed: (err: unknown) => never },
-    report: ReceiveReport,
-  ): Promise<string[]> {
-    const { deps } = this;
-    const { putting, chunks, size, failed } = input;
     report.size = size;
     const receivedAt = deps.now();
     // Recipients over the monthly byte allowance now that the size is known; if all are, refuse.

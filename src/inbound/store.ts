@@ -3,7 +3,7 @@ import type { AppDeps } from '../context.ts';
 import type { AccountsTable, DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AuthSummary } from './authenticate.ts';
-import type { AttachmentSummary, MessageJson, ParsedEmail } from './parse-types.ts';
+import type { AttachmentSummary, MessageJson, ParsedFields } from './parse-types.ts';
 import { recentMessagesOf } from '../labels/recent-messages.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
@@ -32,7 +32,7 @@ export interface InboundDelivery {
   receivedAt: Date;
   raw: StoredBlob;
   /** The parsed message (its fields only: it may come from a worker thread). */
-  parsed: Omit<ParsedEmail, 'messageJson'>;
+  parsed: ParsedFields;
   /** message.json for this recipient (delivered_to differs per recipient). */
   messageJson: StoredBlob;
   /** Its content, when the caller has it: handed to the labeling job (src/labels/recent-messages.ts). */
