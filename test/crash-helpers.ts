@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,6 +109,63 @@ export function crashMessage(conn: number, n: number): CrashMessage {
     ].join('\r\n'),
   );
   return { subject, raw, attachment };
+}
+
+export interface UploadedFile {
+  path: string;
+  bytes: Buffer;
+}
+
+/** File `n` of upload round `round`: 4 KB to 40 KB of known bytes. */
+export function crashFile(round: number, n: number): UploadedFile {
+  return { path: `up/r${round}/f${String(n).padStart(4, '0')}.bin`, bytes: noise(4_096 * (1 + (n % 10)), round * 1_000_003 + n + 7) };
+}
+
+/**
+ * One upload session of `files` as a client makes it (declare, PUT with the returned headers,
+ * finalize_batch, finalize), against a server that may die at any moment. The files a
+ * finalize_batch answers as saved are acknowledged (`onSaved`). Resolves false once the server is
+ * gone; any answer other than success fails the test.
+ */
+export async function uploadSessionOnce(base: string, key: string, mailboxId: string, files: UploadedFile[], onSaved: (files: UploadedFile[]) => void): Promise<boolean> {
+  const root = `${base}/v1/mailboxes/${mailboxId}/upload_sessions`;
+  const call = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(url, {
+      method,
+      headers: { authorization: `Bearer ${key}`, accept: 'application/json', ...(body instanceof Buffer ? headers : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : body instanceof Buffer ? new Uint8Array(body) : JSON.stringify(body),
+    });
+    const text = await res.text();
+    expect(res.status, `${method} ${url}: ${text.slice(0, 300)}`).toBeLessThan(300);
+    return text ? JSON.parse(text) : null;
+  };
+  try {
+    const session = (await call('POST', root, {})).data.mailbox_upload_session;
+    const descriptors = files.map((f) => ({
+      path: f.path,
+      byte_size: f.bytes.length,
+      content_type: 'application/octet-stream',
+      checksum: createHash('md5').update(f.bytes).digest('base64'),
+      sha256: createHash('sha256').update(f.bytes).digest('hex'),
+    }));
+    const declared = (await call('POST', `${root}/${session.id}/uploads`, { files: descriptors })).data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[];
+    await Promise.all(
+      declared.map(async (u) => {
+        const res = await fetch(u.upload.url, { method: 'PUT', headers: u.upload.headers, body: new Uint8Array(files[u.input_index]!.bytes) });
+        expect(res.status, await res.text()).toBe(200);
+      }),
+    );
+    const batch = (await call('POST', `${root}/${session.id}/finalize_batch`, { limit: files.length })).data;
+    const saved = new Set((batch.uploaded as { path: string }[]).map((x) => x.path));
+    expect(saved.size).toBe(files.length);
+    onSaved(files.filter((f) => saved.has(f.path)));
+    await call('POST', `${root}/${session.id}/finalize`, { complete: true });
+    return true;
+  } catch (err) {
+    // fetch fails (a TypeError) when the connection is refused or dies with the server.
+    if (err instanceof TypeError) return false;
+    throw err;
+  }
 }
 
 /**

@@ -10,13 +10,14 @@ import { openDatabase } from '../src/db/database.ts';
 import { DATABASES, emptyZone } from './harness.ts';
 import { adminUserAndKey, serveEnv } from './serve-process.ts';
 import { RawSmtp, storedBytes } from './smtp-raw-client.ts';
-import { assertWholeMailbox, crashMessage, spawnServe, type CrashMessage, type ServeChild } from './crash-helpers.ts';
-import { downloadFile, emailDir, listFiles } from './mail-store-checks.ts';
+import { assertWholeMailbox, crashFile, crashMessage, spawnServe, uploadSessionOnce, type CrashMessage, type ServeChild, type UploadedFile } from './crash-helpers.ts';
+import { downloadFile, emailDir, listFiles, sha256 } from './mail-store-checks.ts';
 
-// `cubby serve` in its own process takes mail from concurrent SMTP senders and is killed with
-// SIGKILL mid-stream, twice (on a 250, then while a message it has fully received is being stored).
-// After each restart on the same data dir, every message that got 250 is there
-// whole (row and files, right bytes through the API), nothing half-stored is visible, the counters
+// `cubby serve` in its own process takes mail from concurrent SMTP senders, and files through upload
+// sessions beside them, and is killed with SIGKILL mid-stream, twice (on a 250, then while a
+// message it has fully received is being stored). After each restart on the same data dir, every
+// message that got 250 is there whole (row and files, right bytes through the API), every file a
+// finalize_batch answered as saved has its bytes, nothing half-stored is visible, the counters
 // match, and mail is accepted again. The server runs the api and smtp roles only: labeling runs in
 // this process (the worker role against the same database) so that the test can await it instead
 // of waiting for a background worker, and so that no labeling job is left leased by the killed
@@ -60,7 +61,7 @@ for (const kind of DATABASES) {
       }
     });
 
-    it('keeps every acknowledged message whole and shows nothing half-stored, across two kills', async () => {
+    it('keeps every acknowledged message and saved file whole and shows nothing half-stored, across two kills', async () => {
       const { key } = await adminUserAndKey(env, 'paid');
       server = await spawnServe(env);
       const created = await fetch(`${server.base}/v1/mailboxes`, {
@@ -71,6 +72,28 @@ for (const kind of DATABASES) {
       expect(created.status).toBe(201);
       const box = (await created.json()).data.mailbox as { id: string; email: { address: string } };
       const acked: Acked[] = [];
+      /** Upload-session files answered as saved, by the mailbox they went to. */
+      const savedFiles = new Map<string, UploadedFile[]>();
+      const newMailbox = async (title: string) => {
+        const res = await fetch(`${server!.base}/v1/mailboxes`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify({ mailbox: { title } }),
+        });
+        expect(res.status).toBe(201);
+        return (await res.json()).data.mailbox.id as string;
+      };
+
+      /** Upload sessions of six files, one after another, until the server dies (a mailbox per round: a killed session keeps its lock). */
+      const uploadUntilKilled = async (round: number) => {
+        const boxId = await newMailbox(`uploads ${round}`);
+        const saved: UploadedFile[] = [];
+        savedFiles.set(boxId, saved);
+        for (let n = 0; ; n += 6) {
+          const files = Array.from({ length: 6 }, (_, i) => crashFile(round, n + i));
+          if (!(await uploadSessionOnce(server!.base, key, boxId, files, (f) => saved.push(...f)))) return saved.length;
+        }
+      };
 
       /**
        * Concurrent senders, each on its own connection, until the server dies under them. The kill
@@ -102,11 +125,12 @@ for (const kind of DATABASES) {
             if (++ackedThisRound === KILL_AFTER && when === 'ack') kill();
           }
         };
-        await Promise.all(Array.from({ length: SENDERS }, (_, i) => sender(i)));
+        const [filesSaved] = await Promise.all([uploadUntilKilled(round), ...Array.from({ length: SENDERS }, (_, i) => sender(i))]);
         await killed;
         expect((await server!.exited).signal).toBe('SIGKILL');
         expect(inFlightAtKill).toBeGreaterThan(0);
-        return { ackedThisRound, inFlightAtKill };
+        expect(filesSaved).toBeGreaterThan(0);
+        return { ackedThisRound, inFlightAtKill, filesSaved };
       };
 
       /** The crash left a whole store: checked in the database with the server down, then through the API after a restart. */
@@ -148,6 +172,19 @@ for (const kind of DATABASES) {
         };
         for (let i = 0; i < rows.length; i += 8) await Promise.all(rows.slice(i, i + 8).map(checkRow));
         expect(await listFiles(base, key, box.id, { q: '_email/' })).toHaveLength(rows.length * 3);
+        // Every file an upload session answered as saved is there, with its bytes.
+        for (const [boxId, saved] of savedFiles) {
+          const live = new Map((await listFiles(base, key, boxId)).map((f) => [f.path, f]));
+          for (let i = 0; i < saved.length; i += 8) {
+            await Promise.all(
+              saved.slice(i, i + 8).map(async (f) => {
+                const file = live.get(f.path);
+                expect(file, `${f.path} was answered as saved but is missing`).toBeDefined();
+                expect(sha256(await downloadFile(base, key, boxId, file!.id)), f.path).toBe(sha256(f.bytes));
+              }),
+            );
+          }
+        }
         const mailbox = await (await fetch(`${base}/v1/mailboxes/${box.id}`, { headers: { authorization: `Bearer ${key}`, accept: 'application/json' } })).json();
         expect(mailbox.data.mailbox.email.message_count).toBe(rows.length);
         return rows.length;
@@ -158,8 +195,8 @@ for (const kind of DATABASES) {
       const second = await deliverUntilKilled(2, 'data');
       const afterSecond = await verifyAfterCrash();
       console.log(
-        `[${kind}] kill at a 250: ${first.ackedThisRound} acknowledged, ${first.inFlightAtKill} senders in flight; ` +
-          `kill mid-store: ${second.ackedThisRound} acknowledged, ${second.inFlightAtKill} in flight; ${afterSecond} stored in all (${afterSecond - afterFirst} in round 2)`,
+        `[${kind}] kill at a 250: ${first.ackedThisRound} acknowledged, ${first.inFlightAtKill} senders in flight, ${first.filesSaved} files saved; ` +
+          `kill mid-store: ${second.ackedThisRound} acknowledged, ${second.inFlightAtKill} in flight, ${second.filesSaved} files saved; ${afterSecond} stored in all (${afterSecond - afterFirst} in round 2)`,
       );
 
       // And it takes mail again.

@@ -35,6 +35,17 @@ export interface DurableCommits {
   close(): Promise<void>;
 }
 
+/**
+ * One transaction, resolving once it is durable: for a write a client is told of (an HTTP answer),
+ * with the disk's sync on libuv's pool instead of the event loop, where other requests go on
+ * meanwhile (and writes committing close together share one sync).
+ */
+export async function commitDurably<T>(commits: DurableCommits, work: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+  const { value, durable } = await commits.commit(work);
+  await durable;
+  return value;
+}
+
 export interface DurableOptions {
   /** Tests: awaited before a commit is made durable (a slow fsync). */
   beforeDurable?: () => Promise<void>;

@@ -109,7 +109,7 @@ export async function resolveSignedBlob(db: Kysely<DB>, secret: string, mailboxI
  * Makes sure the bytes of an upload are in the store: already received through our own
  * endpoint, or (S3) adopted from the staging object now. Throws DIRECT_UPLOAD_NOT_FOUND.
  */
-export async function ensureUploaded(ctx: Pick<RequestCtx, 'db' | 'blobs' | 'now' | 'config'>, row: DirectUploadsTable): Promise<void> {
+export async function ensureUploaded(ctx: Pick<RequestCtx, 'db' | 'commits' | 'blobs' | 'now' | 'config'>, row: DirectUploadsTable): Promise<void> {
   if (row.status !== 'pending') return;
   let adopted: StoredBlob | null = null;
   try {

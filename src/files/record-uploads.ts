@@ -1,12 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { DB, DirectUploadsTable } from '../db/schema.ts';
+import type { DurableCommits } from '../db/durable-commit.ts';
 import { iso } from '../time.ts';
 import { touchSessions } from '../uploads/upload-sessions.repo.ts';
 
 // Marking direct uploads as received, with group commit: every upload whose bytes became durable
 // while the previous commit ran is recorded by the next one, in one transaction. A caller's
-// promise resolves only after the commit that holds its row, so an answered PUT is as durable as
-// before; a busy server makes one commit (one WAL fsync on SQLite) per wave instead of per file.
+// promise resolves only once the commit that holds its row is durable, so an answered PUT is as
+// durable as before; a busy server makes one commit per wave instead of per file, and on SQLite
+// the WAL's sync runs on libuv's pool (src/db/durable-commit.ts) while the next group commits.
 
 interface Waiting {
   row: DirectUploadsTable;
@@ -24,7 +26,7 @@ const MAX_GROUP = 200;
 /** One queue per database handle (several apps may share a test process). */
 const queues = new WeakMap<Kysely<DB>, Queue>();
 
-type Deps = { db: Kysely<DB>; now: () => Date; config: { uploadSessionIdleSeconds: number } };
+type Deps = { db: Kysely<DB>; commits: DurableCommits; now: () => Date; config: { uploadSessionIdleSeconds: number } };
 
 /** Records that a direct upload's bytes are stored (and their blob row); resolves once committed. */
 export function recordUploaded(ctx: Deps, row: DirectUploadsTable, md5: string): Promise<void> {
@@ -54,8 +56,11 @@ async function drain(ctx: Deps, q: Queue): Promise<void> {
       await new Promise<void>((resolve) => setImmediate(resolve));
       const group = q.waiting.splice(0, MAX_GROUP);
       try {
-        await commitGroup(ctx, group, ctx.now());
-        for (const w of group) w.settle();
+        const { durable } = await commitGroup(ctx, group, ctx.now());
+        durable.then(
+          () => group.forEach((w) => w.settle()),
+          (err: unknown) => group.forEach((w) => w.settle(err)),
+        );
       } catch (err) {
         for (const w of group) w.settle(err);
       }
@@ -65,11 +70,11 @@ async function drain(ctx: Deps, q: Queue): Promise<void> {
   }
 }
 
-async function commitGroup(ctx: Deps, group: Waiting[], at: Date): Promise<void> {
-  const db = ctx.db;
+/** Resolves once committed, with the promise of its durability. */
+async function commitGroup(ctx: Deps, group: Waiting[], at: Date): Promise<{ durable: Promise<void> }> {
   const now = iso(at);
   const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now }]));
-  await db.transaction().execute(async (trx) => {
+  const { durable } = await ctx.commits.commit(async (trx) => {
     await trx
       .insertInto('blobs')
       .values([...blobs.values()])
@@ -85,4 +90,5 @@ async function commitGroup(ctx: Deps, group: Waiting[], at: Date): Promise<void>
     const sessions = [...new Set(group.map((w) => w.row.upload_session_id).filter((id): id is string => id !== null))];
     await touchSessions(trx, sessions, at, ctx.config.uploadSessionIdleSeconds);
   });
+  return { durable };
 }

@@ -1,5 +1,6 @@
 import type { UploadSessionFilesTable, UploadSessionsTable } from '../db/schema.ts';
 import type { RequestCtx } from '../context.ts';
+import { commitDurably } from '../db/durable-commit.ts';
 import { AppError, invalidArgument } from '../errors.ts';
 import { iso } from '../time.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
@@ -65,7 +66,7 @@ interface ChunkOutcome {
 async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: UploadSessionsTable, ids: string[], opts: { final: boolean; budget: number; reason: string | null }): Promise<ChunkOutcome> {
   const limits = limitsFor(loaded.access.account);
   const now = ctx.now();
-  return ctx.db.transaction().execute(async (trx) => {
+  return commitDurably(ctx.commits, async (trx) => {
     const change = await MailboxChange.begin(trx, ctx.dialect, session.mailbox_id, { actor: ctx.actor, now, action: 'upload_session.finalize', sessionId: session.id, versionId: session.reserved_version_id });
     let s = await recheckPending(trx, session.id, now, ctx.config.uploadSessionIdleSeconds);
     const group = await groupUsage(trx, billingGroupId(loaded.access.account));
@@ -170,7 +171,7 @@ export async function finalizeSession(ctx: RequestCtx, input: FinalizeInput & { 
     throw closedError(session);
   }
   if (!complete) {
-    const closed = await ctx.db.transaction().execute(async (trx) => {
+    const closed = await commitDurably(ctx.commits, async (trx) => {
       await lockMailboxRow(trx, session.mailbox_id);
       const s = await recheckPending(trx, session.id, ctx.now(), ctx.config.uploadSessionIdleSeconds);
       return closeSession(trx, s, 'failed', ctx.now(), ctx.actor);

@@ -127,8 +127,8 @@ export async function recheckPending(trx: Kysely<DB>, sessionId: string, now: Da
   const s = await trx.selectFrom('upload_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
   if (s.status !== 'pending') throw closedError(s);
   if (isExpired(s, now, idleSeconds)) throw closedError({ ...s, status: 'expired' });
-  await touchSessions(trx, [s.id], now, idleSeconds);
-  return { ...s, updated_at: iso(now) };
+  const touched = await touchSessions(trx, [s.id], now, idleSeconds);
+  return touched.has(s.id) ? { ...s, updated_at: iso(now) } : s;
 }
 
 export { LOCK_KIND };

@@ -2,6 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import type { DB, UploadSessionFilesTable, UploadSessionsTable } from '../db/schema.ts';
 
 export const LOCK_KIND = 'upload_session';
+/** Activity closer than this to the last recorded one does not move a session's idle clock (1 % of the idle time, at most 1 s). */
+const touchGranularityMs = (idleSeconds: number) => Math.min(1000, idleSeconds * 10);
 
 export interface SessionCounts {
   files_count: number;
@@ -28,14 +30,37 @@ export function pendingSessionByKey(db: Kysely<DB>, mailboxId: string, key: stri
  * (the PUT endpoint marks its direct upload); superseded declarations are not counted.
  */
 export async function sessionCounts(db: Kysely<DB>, sessionId: string): Promise<SessionCounts> {
-  const rows = await db
+  // Three small queries rather than one join: the states come from the (session_id, status) index
+  // alone, and only the few unsaved rows (and skipped ones, for their codes) are read or joined.
+  // A session of thousands of files is counted after every declaration and save, so one query
+  // reading every row made declaring n files cost O(n²).
+  const byStatus = await db
+    .selectFrom('upload_session_files')
+    .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+    .where('session_id', '=', sessionId)
+    .where('status', 'in', ['saved', 'failed'])
+    .groupBy('status')
+    .execute();
+  const skipped = await db
+    .selectFrom('upload_session_files')
+    .select((eb) => ['skip_code', eb.fn.countAll<number>().as('n')])
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'skipped')
+    .groupBy('skip_code')
+    .execute();
+  const unsaved = await db
     .selectFrom('upload_session_files as f')
     .leftJoin('direct_uploads as d', 'd.id', 'f.direct_upload_id')
-    .select((eb) => ['f.status', 'f.skip_code', 'd.status as upload_status', eb.fn.countAll<number>().as('n')])
+    .select((eb) => ['d.status as upload_status', eb.fn.countAll<number>().as('n')])
     .where('f.session_id', '=', sessionId)
-    .where('f.status', '!=', 'superseded')
-    .groupBy(['f.status', 'f.skip_code', 'd.status'])
+    .where('f.status', '=', 'pending')
+    .groupBy('d.status')
     .execute();
+  const rows = [
+    ...byStatus.map((r) => ({ status: r.status, skip_code: null, upload_status: null, n: r.n })),
+    ...skipped.map((r) => ({ status: 'skipped', skip_code: r.skip_code, upload_status: null, n: r.n })),
+    ...unsaved.map((r) => ({ status: 'pending', skip_code: null, upload_status: r.upload_status, n: r.n })),
+  ];
   const c: SessionCounts = { files_count: 0, pending_files_count: 0, uploaded_files_count: 0, finalized_files_count: 0, skipped_files_count: 0, skipped_code_counts: {}, failed_files_count: 0, unsaved: 0 };
   for (const r of rows) {
     const n = Number(r.n);
@@ -129,20 +154,28 @@ export function sessionDeadline(s: Pick<UploadSessionsTable, 'uploads_expire_at'
 
 /**
  * Records activity on pending sessions (a declaration, a save, bytes arriving): the idle clock
- * restarts and the mailbox lock the session holds is extended to the new deadline.
+ * restarts and the mailbox lock the session holds is extended to the new deadline. Returns the
+ * sessions whose clock moved.
  */
-export async function touchSessions(db: Kysely<DB>, sessionIds: string[], now: Date, idleSeconds: number): Promise<void> {
-  if (!sessionIds.length) return;
+export async function touchSessions(db: Kysely<DB>, sessionIds: string[], now: Date, idleSeconds: number): Promise<Set<string>> {
+  const touched = new Set<string>();
+  if (!sessionIds.length) return touched;
   const at = now.toISOString();
-  const rows = await db.selectFrom('upload_sessions').select(['id', 'mailbox_id', 'uploads_expire_at']).where('id', 'in', sessionIds).where('status', '=', 'pending').execute();
+  const rows = await db.selectFrom('upload_sessions').select(['id', 'mailbox_id', 'uploads_expire_at', 'updated_at']).where('id', 'in', sessionIds).where('status', '=', 'pending').execute();
   for (const r of rows) {
+    // Touched a moment ago: the clock is left as is (it runs at most that much early), sparing
+    // two writes per group of arriving files to a session that is uploading.
+    const since = now.getTime() - Date.parse(r.updated_at);
+    if (since >= 0 && since < touchGranularityMs(idleSeconds)) continue;
     // The mailbox row first, then the session: the order every session write takes its locks in
     // (lockMailboxRow, then recheckPending), so bytes arriving (record-uploads' group commit)
     // while the same session declares more files cannot deadlock on Postgres.
     const until = new Date(sessionDeadline({ uploads_expire_at: r.uploads_expire_at, updated_at: at }, idleSeconds)).toISOString();
     await db.updateTable('mailboxes').set({ locked_until: until }).where('id', '=', r.mailbox_id).where('lock_kind', '=', LOCK_KIND).where('lock_progress', 'like', `{"session_id":"${r.id}"%`).execute();
     await db.updateTable('upload_sessions').set({ updated_at: at }).where('id', '=', r.id).execute();
+    touched.add(r.id);
   }
+  return touched;
 }
 
 /** Who holds the mailbox's upload-session lock, if anyone (ignoring expiry). */

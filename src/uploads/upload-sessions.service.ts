@@ -2,6 +2,7 @@ import type { DirectUploadsTable, UploadSessionFilesTable, UploadSessionsTable }
 import type { RequestCtx } from '../context.ts';
 import { AppError, invalidArgument } from '../errors.ts';
 import { isUniqueViolation } from '../db/database.ts';
+import { commitDurably } from '../db/durable-commit.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 import { assertMutable } from '../auth/access.ts';
@@ -86,7 +87,7 @@ export async function createUploadSession(ctx: RequestCtx, input: CreateSessionI
     updated_at: iso(now),
   };
   try {
-    await ctx.db.transaction().execute(async (trx) => {
+    await commitDurably(ctx.commits, async (trx) => {
       await lockMailboxRow(trx, mailboxId);
       const m = await trx.selectFrom('mailboxes').select(['version_id', 'lock_kind', 'locked_until', 'lock_progress', 'archived_at', 'deleted_at']).where('id', '=', mailboxId).executeTakeFirstOrThrow();
       if (m.deleted_at) throw new AppError('MAILBOX_NOT_FOUND', undefined, { mailbox_id: mailboxId });
@@ -184,7 +185,7 @@ export async function requestUploads(ctx: RequestCtx, input: { accountId?: strin
   const skipped: SkipItem[] = [];
   let counts: SessionCounts | undefined;
   let touched = session;
-  await ctx.db.transaction().execute(async (trx) => {
+  await commitDurably(ctx.commits, async (trx) => {
     await lockMailboxRow(trx, session.mailbox_id);
     touched = await recheckPending(trx, session.id, now, ctx.config.uploadSessionIdleSeconds);
     const paths = [...last.keys()];

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATABASES, startTestApp, type TestApp } from './harness.ts';
+import { durableGate } from './durable-gate.ts';
+import { newMailbox } from './files-helpers.ts';
+import { descriptor, filePaths, putBytes, sessionsOf } from './upload-sessions-helpers.ts';
+
+// Upload-session writes are answered only once durable, and wait for the disk off the event loop
+// (src/db/durable-commit.ts): while a save's sync is slow, other requests are answered, and the save
+// is answered only after its sync. The app's `beforeDurable` hook stands for the slow sync; here it
+// holds one commit's sync until the test lets it go.
+for (const kind of DATABASES) {
+  describe(`upload sessions: a slow disk sync [${kind}]`, () => {
+    let app: TestApp;
+    const gate = durableGate();
+    beforeAll(async () => {
+      app = await startTestApp(kind, {}, { beforeDurable: gate.beforeDurable });
+    });
+    afterAll(async () => app?.stop());
+
+    it('answers other requests while a finalize_batch waits for its sync, and answers the save only after it', async () => {
+      const u = await app.user();
+      const m = await newMailbox(app, u.key);
+      const s = sessionsOf(app, 'R', u.key, m.id);
+      const id = (await s.create()).body.data.mailbox_upload_session.id;
+      const declared = await s.uploads(id, [descriptor('a.txt', 'alpha'), descriptor('b.txt', 'beta')]);
+      expect(declared.status, declared.text).toBe(201);
+      await putBytes(declared.body.data.uploads[0].upload, 'alpha');
+      await putBytes(declared.body.data.uploads[1].upload, 'beta');
+
+      const held = gate.hold();
+      let answered = false;
+      const batch = s.batch(id, 12).then((res) => {
+        answered = true;
+        return res;
+      });
+      // Committed (visible to readers), and now waiting for the held sync.
+      await held.entered;
+      const other = await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key });
+      expect(other.status, other.text).toBe(200);
+      expect(await filePaths(app, u.key, m.id)).toEqual(['a.txt', 'b.txt']);
+      expect(answered).toBe(false);
+
+      held.release();
+      const res = await batch;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.uploaded.map((x: { path: string }) => x.path)).toEqual(['a.txt', 'b.txt']);
+    });
+
+    it('answers a PUT of bytes only once the commit that records it is synced', async () => {
+      const u = await app.user();
+      const m = await newMailbox(app, u.key);
+      const s = sessionsOf(app, 'R', u.key, m.id);
+      const id = (await s.create()).body.data.mailbox_upload_session.id;
+      const declared = await s.uploads(id, [descriptor('c.txt', 'gamma')]);
+      const upload = declared.body.data.uploads[0].upload as { url: string; headers: Record<string, string> };
+
+      const held = gate.hold();
+      let answered = false;
+      const put = fetch(upload.url, { method: 'PUT', headers: upload.headers, body: new Uint8Array(Buffer.from('gamma')) }).then((res) => {
+        answered = true;
+        return res;
+      });
+      await held.entered;
+      expect((await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key })).status).toBe(200);
+      expect(answered).toBe(false);
+      held.release();
+      expect((await put).status).toBe(200);
+      const saved = await s.batch(id, 12);
+      expect(saved.body.data.uploaded.map((x: { path: string }) => x.path)).toEqual(['c.txt']);
+    });
+  });
+}
