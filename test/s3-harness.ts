@@ -24,6 +24,13 @@ export function useS3rver(): Record<string, string> {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-s3rver-'));
     server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, vhostBuckets: false, configureBuckets: [{ name: S3_BUCKET }] });
     const { port } = await server.run();
+    // s3rver removes a folder when its last object is deleted, and a PUT into that folder at the
+    // same moment fails (ENOENT, a 500). S3 has no folders; a file that is not an object (listings
+    // skip it) keeps each of ours from ever being empty.
+    for (const prefix of ['staging', 'blobs']) {
+      fs.mkdirSync(path.join(dir, S3_BUCKET, prefix), { recursive: true });
+      fs.writeFileSync(path.join(dir, S3_BUCKET, prefix, '.keep'), '');
+    }
     Object.assign(env, {
       CUBBY_BLOB_STORE: 's3',
       CUBBY_S3_BUCKET: S3_BUCKET,
