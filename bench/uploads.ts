@@ -27,7 +27,8 @@ import { clientCpu, client, cpuSeconds, cpuSince, cpuSplit, gitCommit, inParalle
 const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
 const SMALL_BYTES = 4096;
 /** Files per declaration and per finalize_batch (the API takes 1–100). */
-const BATCH = Math.max(1, Math.min(100, Number(process.env.BATCH ?? 12)));
+const BATCH = Number(process.env.BATCH ?? 12);
+if (!Number.isInteger(BATCH) || BATCH < 1 || BATCH > 100) throw new Error(`BATCH must be a whole number from 1 to 100, not ${process.env.BATCH}`);
 const LARGE_MIB = Number(process.env.LARGE_MIB ?? 1024);
 const LARGE_BYTES = LARGE_MIB * 1024 * 1024;
 const MB = 1e6;

@@ -33,14 +33,16 @@ for (const kind of DATABASES) {
         answered = true;
         return res;
       });
-      // Committed (visible to readers), and now waiting for the held sync.
-      await held.entered;
-      const other = await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key });
-      expect(other.status, other.text).toBe(200);
-      expect(await filePaths(app, u.key, m.id)).toEqual(['a.txt', 'b.txt']);
-      expect(answered).toBe(false);
-
-      held.release();
+      try {
+        // Committed (visible to readers), and now waiting for the held sync.
+        await held.entered;
+        const other = await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key });
+        expect(other.status, other.text).toBe(200);
+        expect(await filePaths(app, u.key, m.id)).toEqual(['a.txt', 'b.txt']);
+        expect(answered).toBe(false);
+      } finally {
+        held.release();
+      }
       const res = await batch;
       expect(res.status, res.text).toBe(200);
       expect(res.body.data.uploaded.map((x: { path: string }) => x.path)).toEqual(['a.txt', 'b.txt']);
@@ -60,13 +62,45 @@ for (const kind of DATABASES) {
         answered = true;
         return res;
       });
-      await held.entered;
-      expect((await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key })).status).toBe(200);
-      expect(answered).toBe(false);
-      held.release();
+      try {
+        await held.entered;
+        expect((await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key })).status).toBe(200);
+        expect(answered).toBe(false);
+      } finally {
+        held.release();
+      }
       expect((await put).status).toBe(200);
       const saved = await s.batch(id, 12);
       expect(saved.body.data.uploaded.map((x: { path: string }) => x.path)).toEqual(['c.txt']);
+    });
+
+    it('answers starting a session, declaring files and finalizing only once each is synced', async () => {
+      const u = await app.user();
+      const m = await newMailbox(app, u.key);
+      const s = sessionsOf(app, 'R', u.key, m.id);
+      /** Runs `call` with the next commit's sync held: it is not answered until the sync is let go. */
+      const held = async (call: () => Promise<{ status: number; text: string; body: any }>) => {
+        const gateHeld = gate.hold();
+        let answered = false;
+        const res = call().then((r) => ((answered = true), r));
+        try {
+          await gateHeld.entered;
+          expect((await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key })).status).toBe(200);
+          expect(answered).toBe(false);
+        } finally {
+          gateHeld.release();
+        }
+        return res;
+      };
+      const created = await held(() => s.create());
+      expect(created.status, created.text).toBe(201);
+      const id = created.body.data.mailbox_upload_session.id;
+      const declared = await held(() => s.uploads(id, [descriptor('d.txt', 'delta')]));
+      expect(declared.status, declared.text).toBe(201);
+      await putBytes(declared.body.data.uploads[0].upload, 'delta');
+      const done = await held(() => s.finalize(id, true));
+      expect(done.status, done.text).toBe(200);
+      expect(done.body.data.mailbox_upload_session.status).toBe('finalized');
     });
   });
 }

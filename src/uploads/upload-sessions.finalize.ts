@@ -117,7 +117,8 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
       }
       if (pruned) {
         s = { ...s, pruned_files_count: Number(s.pruned_files_count) + pruned };
-        await trx.updateTable('upload_sessions').set({ pruned_files_count: s.pruned_files_count, updated_at: at }).where('id', '=', s.id).execute();
+        // The call's activity was recorded by recheckPending (its idle clock and the lock move together).
+        await trx.updateTable('upload_sessions').set({ pruned_files_count: s.pruned_files_count }).where('id', '=', s.id).execute();
       }
     }
     if (opts.final) remaining += await countPruneCandidates(trx, s);
