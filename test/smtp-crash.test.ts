@@ -14,8 +14,9 @@ import { assertWholeMailbox, crashFile, crashMessage, spawnServe, uploadSessionO
 import { downloadFile, emailDir, listFiles, sha256 } from './mail-store-checks.ts';
 
 // `cubby serve` in its own process takes mail from concurrent SMTP senders, and files through upload
-// sessions beside them, and is killed with SIGKILL mid-stream, twice (on a 250, then while a
-// message it has fully received is being stored). After each restart on the same data dir, every
+// sessions beside them, and is killed with SIGKILL mid-stream, again and again (CRASH_CYCLES
+// rounds, default 2: alternately on a 250, and while a message it has fully received is being
+// stored). After each restart on the same data dir, every
 // message that got 250 is there whole (row and files, right bytes through the API), every file a
 // finalize_batch answered as saved has its bytes, nothing half-stored is visible, the counters
 // match, and mail is accepted again. The server runs the api and smtp roles only: labeling runs in
@@ -26,6 +27,8 @@ import { downloadFile, emailDir, listFiles, sha256 } from './mail-store-checks.t
 const SENDERS = 6;
 /** Acknowledged messages in a round before its kill. */
 const KILL_AFTER = 40;
+/** Kill-and-restart rounds (the issue asks for ten; CI runs two to stay in its time budget). */
+const CYCLES = Math.max(2, Number(process.env.CRASH_CYCLES ?? 2));
 
 interface Acked extends CrashMessage {
   id: string;
@@ -61,7 +64,7 @@ for (const kind of DATABASES) {
       }
     });
 
-    it('keeps every acknowledged message and saved file whole and shows nothing half-stored, across two kills', async () => {
+    it('keeps every acknowledged message and saved file whole and shows nothing half-stored, across repeated kills', async () => {
       const { key } = await adminUserAndKey(env, 'paid');
       server = await spawnServe(env);
       const created = await fetch(`${server.base}/v1/mailboxes`, {
@@ -72,6 +75,12 @@ for (const kind of DATABASES) {
       expect(created.status).toBe(201);
       const box = (await created.json()).data.mailbox as { id: string; email: { address: string } };
       const acked: Acked[] = [];
+      /**
+       * Email ids and file paths whose bytes a round already downloaded and compared. Later rounds
+       * check them again in the database, on disk and in the listings, but do not download them
+       * again (ten rounds would pass the key's request rate).
+       */
+      const downloaded = new Set<string>();
       /** Upload-session files answered as saved, by the mailbox they went to. */
       const savedFiles = new Map<string, UploadedFile[]>();
       const newMailbox = async (title: string) => {
@@ -170,34 +179,41 @@ for (const kind of DATABASES) {
           expect(data.equals(sent.attachment), `data.bin of ${row.subject}`).toBe(true);
           expect(JSON.parse(json.toString('utf8')).subject).toBe(row.subject);
         };
-        for (let i = 0; i < rows.length; i += 8) await Promise.all(rows.slice(i, i + 8).map(checkRow));
+        const fresh = rows.filter((r) => !downloaded.has(r.id));
+        for (let i = 0; i < fresh.length; i += 8) await Promise.all(fresh.slice(i, i + 8).map(checkRow));
+        for (const r of fresh) downloaded.add(r.id);
         expect(await listFiles(base, key, box.id, { q: '_email/' })).toHaveLength(rows.length * 3);
         // Every file an upload session answered as saved is there, with its bytes.
         for (const [boxId, saved] of savedFiles) {
           const live = new Map((await listFiles(base, key, boxId)).map((f) => [f.path, f]));
-          for (let i = 0; i < saved.length; i += 8) {
-            await Promise.all(
-              saved.slice(i, i + 8).map(async (f) => {
-                const file = live.get(f.path);
-                expect(file, `${f.path} was answered as saved but is missing`).toBeDefined();
-                expect(sha256(await downloadFile(base, key, boxId, file!.id)), f.path).toBe(sha256(f.bytes));
-              }),
-            );
+          for (const f of saved) {
+            const file = live.get(f.path);
+            expect(file, `${f.path} was answered as saved but is missing`).toBeDefined();
+            expect(file!.current_file_version?.sha256, f.path).toBe(sha256(f.bytes));
           }
+          const unread = saved.filter((f) => !downloaded.has(`${boxId}/${f.path}`));
+          for (let i = 0; i < unread.length; i += 8) {
+            await Promise.all(unread.slice(i, i + 8).map(async (f) => expect(sha256(await downloadFile(base, key, boxId, live.get(f.path)!.id)), f.path).toBe(sha256(f.bytes))));
+          }
+          for (const f of unread) downloaded.add(`${boxId}/${f.path}`);
         }
         const mailbox = await (await fetch(`${base}/v1/mailboxes/${box.id}`, { headers: { authorization: `Bearer ${key}`, accept: 'application/json' } })).json();
         expect(mailbox.data.mailbox.email.message_count).toBe(rows.length);
         return rows.length;
       };
 
-      const first = await deliverUntilKilled(1, 'ack');
-      const afterFirst = await verifyAfterCrash();
-      const second = await deliverUntilKilled(2, 'data');
-      const afterSecond = await verifyAfterCrash();
-      console.log(
-        `[${kind}] kill at a 250: ${first.ackedThisRound} acknowledged, ${first.inFlightAtKill} senders in flight, ${first.filesSaved} files saved; ` +
-          `kill mid-store: ${second.ackedThisRound} acknowledged, ${second.inFlightAtKill} in flight, ${second.filesSaved} files saved; ${afterSecond} stored in all (${afterSecond - afterFirst} in round 2)`,
-      );
+      // Kills alternate: at a 250, then mid-store. CRASH_CYCLES (default 2, as CI runs it) sets how many.
+      let stored = 0;
+      for (let round = 1; round <= CYCLES; round++) {
+        const when = round % 2 === 1 ? 'ack' : 'data';
+        const r = await deliverUntilKilled(round, when);
+        const before = stored;
+        stored = await verifyAfterCrash();
+        console.log(
+          `[${kind}] round ${round}, kill ${when === 'ack' ? 'at a 250' : 'mid-store'}: ${r.ackedThisRound} acknowledged, ${r.inFlightAtKill} senders in flight, ` +
+            `${r.filesSaved} files saved; ${stored} stored in all (${stored - before} this round)`,
+        );
+      }
 
       // And it takes mail again.
       const smtp = await RawSmtp.open(server.smtpPort);
@@ -209,10 +225,10 @@ for (const kind of DATABASES) {
       }
       const database = await openDatabase(databaseUrl, schema);
       try {
-        expect(await assertWholeMailbox(database.db, box.id, path.join(dataDir, 'blobs'))).toHaveLength(afterSecond + 1);
+        expect(await assertWholeMailbox(database.db, box.id, path.join(dataDir, 'blobs'))).toHaveLength(stored + 1);
       } finally {
         await database.close();
       }
-    }, 120_000);
+    }, 60_000 * CYCLES);
   });
 }
