@@ -38,7 +38,7 @@ const envSchema = withBlobEnvChecks(z.object({
   // started with the first message; 0 does that work on the event loop.
   CUBBY_SMTP_ANALYSIS_THREADS: z.string().regex(/^\d{1,2}$/, 'must be a whole number of threads (0-99)').transform(Number).default(1),
   // Milliseconds a group commit of received mail may wait for analyzed messages to join it
-  // (src/inbound/group-commit.ts): fewer, larger transactions under a stream of mail. 0 turns it off.
+  // (src/db/group-commit.ts): fewer, larger transactions under a stream of mail. 0 turns it off.
   CUBBY_SMTP_COMMIT_WINDOW_MS: z.string().regex(/^\d{1,3}$/, 'must be a whole number of milliseconds (0-999)').transform(Number).default(5),
   // Message bytes all SMTP sessions may hold in memory at once (each message is kept while it streams
   // to the store); past it, DATA is answered 451 4.3.2. A message alone in flight is always admitted.

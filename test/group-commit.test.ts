@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommit } from '../src/inbound/group-commit.ts';
+import { GroupCommit } from '../src/db/group-commit.ts';
 
-// The group commit of received mail (src/inbound/group-commit.ts): its gathering window for
+// The group commit of received mail (src/db/group-commit.ts): its gathering window for
 // announced messages, and one bad item never failing the others.
 
 function recorder() {

@@ -17,6 +17,29 @@ for (const kind of DATABASES) {
     });
     afterAll(async () => app?.stop());
 
+    /**
+     * Runs `call` with the next commit's sync held. Meanwhile other requests (`whileHeld`) are
+     * answered and `call` is not; then the sync is let go and `call`'s answer returned.
+     */
+    async function withSyncHeld<T>(call: () => Promise<T>, whileHeld: () => Promise<void>): Promise<T> {
+      const held = gate.hold();
+      let answered = false;
+      const res = call().then((r) => ((answered = true), r));
+      try {
+        // Committed (visible to readers), and now waiting for the held sync.
+        await held.entered;
+        await whileHeld();
+        expect(answered).toBe(false);
+      } finally {
+        held.release();
+      }
+      return res;
+    }
+    const mailboxAnswers = (key: string, mailboxId: string) => async () => {
+      const other = await app.request('GET', `/v1/mailboxes/${mailboxId}`, { key });
+      expect(other.status, other.text).toBe(200);
+    };
+
     it('answers other requests while a finalize_batch waits for its sync, and answers the save only after it', async () => {
       const u = await app.user();
       const m = await newMailbox(app, u.key);
@@ -27,23 +50,13 @@ for (const kind of DATABASES) {
       await putBytes(declared.body.data.uploads[0].upload, 'alpha');
       await putBytes(declared.body.data.uploads[1].upload, 'beta');
 
-      const held = gate.hold();
-      let answered = false;
-      const batch = s.batch(id, 12).then((res) => {
-        answered = true;
-        return res;
-      });
-      try {
-        // Committed (visible to readers), and now waiting for the held sync.
-        await held.entered;
-        const other = await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key });
-        expect(other.status, other.text).toBe(200);
-        expect(await filePaths(app, u.key, m.id)).toEqual(['a.txt', 'b.txt']);
-        expect(answered).toBe(false);
-      } finally {
-        held.release();
-      }
-      const res = await batch;
+      const res = await withSyncHeld(
+        () => s.batch(id, 12),
+        async () => {
+          await mailboxAnswers(u.key, m.id)();
+          expect(await filePaths(app, u.key, m.id)).toEqual(['a.txt', 'b.txt']);
+        },
+      );
       expect(res.status, res.text).toBe(200);
       expect(res.body.data.uploaded.map((x: { path: string }) => x.path)).toEqual(['a.txt', 'b.txt']);
     });
@@ -56,20 +69,8 @@ for (const kind of DATABASES) {
       const declared = await s.uploads(id, [descriptor('c.txt', 'gamma')]);
       const upload = declared.body.data.uploads[0].upload as { url: string; headers: Record<string, string> };
 
-      const held = gate.hold();
-      let answered = false;
-      const put = fetch(upload.url, { method: 'PUT', headers: upload.headers, body: new Uint8Array(Buffer.from('gamma')) }).then((res) => {
-        answered = true;
-        return res;
-      });
-      try {
-        await held.entered;
-        expect((await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key })).status).toBe(200);
-        expect(answered).toBe(false);
-      } finally {
-        held.release();
-      }
-      expect((await put).status).toBe(200);
+      const put = await withSyncHeld(() => fetch(upload.url, { method: 'PUT', headers: upload.headers, body: new Uint8Array(Buffer.from('gamma')) }), mailboxAnswers(u.key, m.id));
+      expect(put.status).toBe(200);
       const saved = await s.batch(id, 12);
       expect(saved.body.data.uploaded.map((x: { path: string }) => x.path)).toEqual(['c.txt']);
     });
@@ -78,27 +79,14 @@ for (const kind of DATABASES) {
       const u = await app.user();
       const m = await newMailbox(app, u.key);
       const s = sessionsOf(app, 'R', u.key, m.id);
-      /** Runs `call` with the next commit's sync held: it is not answered until the sync is let go. */
-      const held = async (call: () => Promise<{ status: number; text: string; body: any }>) => {
-        const gateHeld = gate.hold();
-        let answered = false;
-        const res = call().then((r) => ((answered = true), r));
-        try {
-          await gateHeld.entered;
-          expect((await app.request('GET', `/v1/mailboxes/${m.id}`, { key: u.key })).status).toBe(200);
-          expect(answered).toBe(false);
-        } finally {
-          gateHeld.release();
-        }
-        return res;
-      };
-      const created = await held(() => s.create());
+      const others = mailboxAnswers(u.key, m.id);
+      const created = await withSyncHeld(() => s.create(), others);
       expect(created.status, created.text).toBe(201);
       const id = created.body.data.mailbox_upload_session.id;
-      const declared = await held(() => s.uploads(id, [descriptor('d.txt', 'delta')]));
+      const declared = await withSyncHeld(() => s.uploads(id, [descriptor('d.txt', 'delta')]), others);
       expect(declared.status, declared.text).toBe(201);
       await putBytes(declared.body.data.uploads[0].upload, 'delta');
-      const done = await held(() => s.finalize(id, true));
+      const done = await withSyncHeld(() => s.finalize(id, true), others);
       expect(done.status, done.text).toBe(200);
       expect(done.body.data.mailbox_upload_session.status).toBe('finalized');
     });

@@ -9,7 +9,7 @@ import { commitDeliveries, type InboundDelivery } from './store.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { GroupCommit } from './group-commit.ts';
+import { GroupCommit } from '../db/group-commit.ts';
 import { dataBudgetOf, DataBudgetExceeded, type DataBudget, type DataReservation } from './data-budget.ts';
 
 export interface IncomingMessage {
@@ -130,7 +130,7 @@ export class InboundPipeline {
       });
       report.auth = auth;
       // Parsed and authenticated: only its blobs' fsyncs are left before the commit, which may wait
-      // a little for it (src/inbound/group-commit.ts).
+      // a little for it (src/db/group-commit.ts).
       expected = this.commits.expect();
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));

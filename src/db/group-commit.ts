@@ -1,7 +1,7 @@
 /**
  * Group commit: submissions that arrive while a commit runs are written together by the next one,
- * so a burst of messages shares one transaction (and one WAL fsync on SQLite) instead of queueing
- * for one each. When a grouped commit fails, each submission is retried alone, so one bad message
+ * so a burst of messages (or of uploaded files: src/files/record-uploads.ts) shares one transaction
+ * (and one WAL fsync on SQLite) instead of queueing for one each. When a grouped commit fails, each submission is retried alone, so one bad message
  * never fails the others. A commit may return `durable` (src/db/durable-commit.ts): its submitters
  * are answered when that resolves, and the next group is committed meanwhile, so waiting for the
  * disk neither blocks the event loop nor stops the next group.
