@@ -16,7 +16,10 @@ let skipped = 0;
 try {
   const json = JSON.parse(fs.readFileSync(report, 'utf8'));
   passed = json.numPassedTests;
-  failed = json.numFailedTests + (json.numFailedTestSuites ?? 0);
+  // A file that failed without a failing test (it did not load, a hook threw) counts once; a
+  // failing test is not counted again for the file and the describe blocks around it.
+  const brokenFiles = (json.testResults ?? []).filter((f) => f.status === 'failed' && !(f.assertionResults ?? []).some((t) => t.status === 'failed')).length;
+  failed = json.numFailedTests + brokenFiles;
   skipped = json.numPendingTests + (json.numTodoTests ?? 0);
 } catch {
   failed = Math.max(1, failed);

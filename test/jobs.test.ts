@@ -1,7 +1,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { PermanentJobError, RetryJobAt, Worker } from '../src/jobs/worker.ts';
-import { enqueue } from '../src/jobs/queue.ts';
+import { claimJobs, enqueue } from '../src/jobs/queue.ts';
 
 // The queue against the app's real database; the workers here are extra ones with their own tasks.
 describeEachDatabase('durable jobs', (app) => {
@@ -229,6 +229,42 @@ describeEachDatabase('durable jobs', (app) => {
     await w.drain();
     expect(queuedDuringRun).toBeTruthy();
     expect(runs).toBe(2);
+  });
+
+  // Found as a CI flake: mail received while the labeling sweep was being claimed stayed withheld.
+  // SQLite has one writer at a time, so there the claim waits for the transaction by construction.
+  it('on Postgres a queued coalesced job is not claimed while a transaction that counted on it is open; its run sees that work', async (ctx) => {
+    const a = app();
+    if (a.kind !== 'postgres') return ctx.skip();
+    const d = a.started.deps;
+    const task = `t.coalesce-open.${Math.random()}`;
+    const key = `coalesce:${task}`;
+    const first = await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key });
+    expect(first).toBeTruthy();
+    const claim = () => claimJobs(d.db, d.dialect, 'wrk_test', [task], new Date(), 60_000, 1);
+
+    let commit!: () => void;
+    const held = new Promise<void>((r) => (commit = r));
+    let counted!: (id: string | null) => void;
+    const enqueued = new Promise<string | null>((r) => (counted = r));
+    const marker = `mrk_${Math.random().toString(36).slice(2)}`;
+    const trx = d.db.transaction().execute(async (t) => {
+      await enqueue(t, d.dialect, `${task}.marker`, { marker }, new Date(), { uniqueKey: marker });
+      counted(await enqueue(t, d.dialect, task, {}, new Date(), { uniqueKey: key }));
+      await held;
+    });
+    // The open transaction relied on the queued job: it got no job of its own.
+    expect(await enqueued).toBeNull();
+    // Before the fix this claimed the job, whose run could not see the marker and would never run again for it.
+    expect(await claim()).toEqual([]);
+    commit();
+    await trx;
+    const claimed = await claim();
+    expect(claimed.map((j) => j.id)).toEqual([first]);
+    const seen = await d.db.selectFrom('jobs').select('id').where('unique_key', '=', marker).execute();
+    expect(seen).toHaveLength(1);
+    // Released at the claim: work arriving now queues one more run.
+    expect(await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key })).toBeTruthy();
   });
 
   it('on Postgres a NOTIFY at commit wakes an idle worker on another connection at once', async (ctx) => {

@@ -31,28 +31,47 @@ const INSERT_JOB = compiledInsert('jobs', (qb) => qb.onConflict((oc: any) => oc.
 
 export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, payload: unknown, now: Date, opts: EnqueueOptions = {}): Promise<string | null> {
   const id = newId('job');
-  const inserted = await INSERT_JOB(db, [
-    {
-      id,
-      task,
-      payload: JSON.stringify(payload ?? null),
-      status: 'queued',
-      run_at: iso(opts.runAt ?? now),
-      attempts: 0,
-      max_attempts: opts.maxAttempts ?? 10,
-      locked_until: null,
-      locked_by: null,
-      last_error: null,
-      unique_key: opts.uniqueKey ?? null,
-      created_at: iso(now),
-      updated_at: iso(now),
-      finished_at: null,
-    },
-  ]);
+  const row: JobsTable = {
+    id,
+    task,
+    payload: JSON.stringify(payload ?? null),
+    status: 'queued',
+    run_at: iso(opts.runAt ?? now),
+    attempts: 0,
+    max_attempts: opts.maxAttempts ?? 10,
+    locked_until: null,
+    locked_by: null,
+    last_error: null,
+    unique_key: opts.uniqueKey ?? null,
+    created_at: iso(now),
+    updated_at: iso(now),
+    finished_at: null,
+  };
+  if (opts.uniqueKey?.startsWith(COALESCE_PREFIX)) return enqueueCoalesced(db, dialect, row);
+  const inserted = await INSERT_JOB(db, [row]);
   // Zero: the unique key is taken (a count the driver did not give counts as inserted, as before).
   if (inserted === 0n) return null;
   if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
   return id;
+}
+
+/**
+ * A coalesced job that is already queued is touched instead of skipped: the touch locks its row
+ * until this transaction ends. On Postgres a claim (SKIP LOCKED) then passes the job over until
+ * this transaction's work is committed, so the run sees it. With DO NOTHING the job could be claimed
+ * and run between this enqueue and the commit, miss the work, and leave it with no job (mail left
+ * withheld until the next arrival). SQLite runs one writer at a time, so there the claim waits anyway.
+ */
+async function enqueueCoalesced(db: Kysely<DB>, dialect: Dialect, row: JobsTable): Promise<string | null> {
+  const kept = await db
+    .insertInto('jobs')
+    .values(row)
+    .onConflict((oc) => oc.column('unique_key').doUpdateSet({ updated_at: (eb) => eb.ref('excluded.updated_at') }))
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  // Delivered at commit either way: the worker looks again once the job may be claimed.
+  if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${row.task})`.execute(db);
+  return kept.id === row.id ? row.id : null;
 }
 
 /**
