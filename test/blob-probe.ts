@@ -8,7 +8,7 @@ import type { S3BlobStoreOptions } from '../src/blobs/s3-store.ts';
 // generated body through put() and read() in a fresh process, where RSS means something, and
 // prints one JSON line. In the test runner's own process RSS is dominated by earlier tests.
 
-export type StoreSpec = { kind: 'fs'; root: string } | { kind: 's3'; options: S3BlobStoreOptions };
+export type StoreSpec = { kind: 'fs'; root: string; writerThreads?: number } | { kind: 's3'; options: S3BlobStoreOptions };
 
 export interface ProbeResult {
   put: StoredBlob;
@@ -42,7 +42,7 @@ export function generated(total: number, chunk = 64 * 1024, onPiece: (bytes: num
 }
 
 export function storeFromSpec(spec: StoreSpec): BlobStore {
-  return spec.kind === 'fs' ? new FsBlobStore(spec.root) : new S3BlobStore(spec.options);
+  return spec.kind === 'fs' ? new FsBlobStore(spec.root, { writerThreads: spec.writerThreads }) : new S3BlobStore(spec.options);
 }
 
 async function probe(spec: StoreSpec, total: number): Promise<ProbeResult> {

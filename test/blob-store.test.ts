@@ -28,6 +28,8 @@ interface Subject {
 
 interface Backend {
   name: 'fs' | 's3';
+  /** Told apart in the suite's name (the fs store with and without writer threads). */
+  variant?: string;
   start(): Promise<void>;
   subject(): Promise<Subject>;
   stop(): Promise<void>;
@@ -41,16 +43,19 @@ function tempDir(prefix: string): string {
 }
 const filesIn = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir) : []);
 
-const fsBackend: Backend = {
+// The fs store writes small blobs on writer threads by default (src/blobs/blob-writer.ts); with 0
+// threads it writes them from the event loop. Both ways keep the whole contract.
+const fsBackendWith = (writerThreads: number | undefined): Backend => ({
   name: 'fs',
+  variant: writerThreads === 0 ? ' without writer threads' : '',
   async start() {},
   async subject() {
     const root = tempDir('cubby-blobs-');
-    const spec: StoreSpec = { kind: 'fs', root };
+    const spec: StoreSpec = { kind: 'fs', root, writerThreads };
     return { store: storeFromSpec(spec), spec, leftovers: () => filesIn(path.join(root, 'tmp')), tmp: path.join(root, 'tmp'), close: async () => {} };
   },
   async stop() {},
-};
+});
 
 let s3rver: S3rver | undefined;
 let s3Endpoint = '';
@@ -125,8 +130,8 @@ async function all(iter: AsyncIterable<string>): Promise<string[]> {
   return out.sort();
 }
 
-for (const backend of [fsBackend, s3Backend]) {
-  describe(`blob store contract [${backend.name}]`, () => {
+for (const backend of [fsBackendWith(undefined), fsBackendWith(0), s3Backend]) {
+  describe(`blob store contract [${backend.name}${backend.variant ?? ''}]`, () => {
     let subject: Subject;
     let store: BlobStore;
     beforeAll(() => backend.start());

@@ -13,6 +13,8 @@ export const blobEnvShape = {
   CUBBY_BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
   /** fs store directory; default `<CUBBY_DATA_DIR>/blobs`. */
   CUBBY_BLOB_DIR: z.string().min(1).optional(),
+  /** fs store: threads that write small blobs (src/blobs/blob-writer.ts); 0 writes them from the event loop. */
+  CUBBY_BLOB_WRITER_THREADS: z.string().regex(/^\d{1,2}$/, 'must be a whole number of threads (0-16)').transform(Number).refine((n) => n <= 16, 'must be a whole number of threads (0-16)').default(2),
   CUBBY_S3_BUCKET: z
     .string()
     .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 of a-z 0-9 . -)')
@@ -27,7 +29,7 @@ export const blobEnvShape = {
 export type BlobEnv = z.infer<z.ZodObject<typeof blobEnvShape>>;
 
 export type BlobConfig =
-  | { readonly kind: 'fs'; readonly dir: string }
+  | { readonly kind: 'fs'; readonly dir: string; readonly writerThreads: number }
   | {
       readonly kind: 's3';
       readonly bucket: string;
@@ -64,7 +66,7 @@ export function withBlobEnvChecks<T extends z.ZodType<Raw>>(schema: T) {
 /** Builds the frozen blob config from parsed variables; `dataDir` is already absolute. */
 export function blobConfigFromEnv(e: BlobEnv, dataDir: string): BlobConfig {
   if (e.CUBBY_BLOB_STORE === 'fs') {
-    return Object.freeze({ kind: 'fs', dir: path.resolve(e.CUBBY_BLOB_DIR ?? path.join(dataDir, 'blobs')) });
+    return Object.freeze({ kind: 'fs', dir: path.resolve(e.CUBBY_BLOB_DIR ?? path.join(dataDir, 'blobs')), writerThreads: e.CUBBY_BLOB_WRITER_THREADS });
   }
   if (!e.CUBBY_S3_BUCKET) throw new Error('CUBBY_S3_BUCKET: is required when CUBBY_BLOB_STORE=s3');
   return Object.freeze({

@@ -14,7 +14,8 @@ import {
   type PutExpectation,
   type StoredBlob,
 } from './blob-store.ts';
-import { spoolToFile } from './spool.ts';
+import { checkExpectation, spoolToFile } from './spool.ts';
+import { BlobWriterUnavailable, DEFAULT_WRITER_THREADS, writeSmallBlob } from './blob-writer.ts';
 
 /**
  * Blobs in a local directory: `<root>/<aa>/<sha256>`, where aa is the first pair of hex digits (as
@@ -30,13 +31,20 @@ import { spoolToFile } from './spool.ts';
 /** Directories we create are the service's alone (blob files themselves are written 0600). */
 const PRIVATE_DIR = 0o700;
 
+/** Blobs up to this size go to the writer threads (src/blobs/blob-writer.ts). */
+const WRITER_THREAD_MAX_BYTES = 64 * 1024;
+
 export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   readonly root: string;
   private readonly tmpDir: string;
   private ready: Promise<void> | undefined;
 
-  constructor(root: string) {
+  /** Threads writing small blobs (src/blobs/blob-writer.ts); 0: written from the event loop. */
+  private readonly writerThreads: number;
+
+  constructor(root: string, opts: { writerThreads?: number } = {}) {
+    this.writerThreads = opts.writerThreads ?? DEFAULT_WRITER_THREADS;
     this.root = path.resolve(root);
     this.tmpDir = path.join(this.root, 'tmp');
   }
@@ -44,7 +52,27 @@ export class FsBlobStore implements BlobStore {
   async put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
     await this.ensureLayout();
     const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
-    const blob = await spoolToFile(body, expect, tmp, { fsync: true });
+    let placed = false;
+    const writeSmall = async (chunks: Buffer[], byteSize: number): Promise<StoredBlob | null> => {
+      // Larger blobs are written here: their cost is in the bytes, not in the calls, and moving
+      // them to a thread would copy them.
+      if (byteSize > WRITER_THREAD_MAX_BYTES) return null;
+      if (expect.byteSize !== undefined && expect.byteSize !== byteSize) return null; // refused below, as usual
+      const written = await writeSmallBlob(this.writerThreads, { root: this.root, tmp, chunks, sha256Hex: expect.sha256Hex, md5Base64: expect.md5Base64 }).catch(async (err: unknown) => {
+        if (!(err instanceof BlobWriterUnavailable)) throw err;
+        // Written here instead; a thread lost mid-write may have left the temp file.
+        await fsp.rm(tmp, { force: true });
+        return null;
+      });
+      if (!written) return null;
+      const blob = { sha256: written.sha256, md5Base64: written.md5Base64, byteSize };
+      // A digest that did not match was not written: the same error as any other put.
+      if (written.mismatch) checkExpectation(expect, blob);
+      placed = true;
+      return blob;
+    };
+    const blob = await spoolToFile(body, expect, tmp, { fsync: true, writeSmall: this.writerThreads > 0 ? writeSmall : undefined });
+    if (placed) return blob;
     try {
       const target = this.pathFor(blob.sha256);
       // An existing blob is replaced by identical bytes; either way the entry is synced below.

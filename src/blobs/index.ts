@@ -12,7 +12,7 @@ export { attachmentDisposition } from './content-disposition.ts';
 /** The store the configuration asks for: a local directory (default) or an S3 bucket. */
 export function createBlobStore(config: { readonly blobs: BlobConfig }): BlobStore {
   const c = config.blobs;
-  if (c.kind === 'fs') return new FsBlobStore(c.dir);
+  if (c.kind === 'fs') return new FsBlobStore(c.dir, { writerThreads: c.writerThreads });
   return new S3BlobStore({
     bucket: c.bucket,
     region: c.region,

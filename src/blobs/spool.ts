@@ -14,12 +14,21 @@ import { LargeFileSink } from './file-sink.ts';
 /** Bytes gathered before the first write: a body that ends sooner is written in one go. */
 const WRITE_BATCH = 1024 * 1024;
 
+export interface SpoolOptions {
+  fsync: boolean;
+  /**
+   * Writes a body of up to one batch another way (the fs store's writer threads), hashing it and
+   * checking `expect` itself; null: not taken, written here as usual.
+   */
+  writeSmall?: (chunks: Buffer[], size: number) => Promise<StoredBlob | null>;
+}
+
 /**
  * Streams `body` into a new file at `filePath` (which must not exist), counting and hashing it.
  * A body of up to one batch (most files) is hashed in memory and then written with one O_DSYNC
  * write (with fsync), three thread-pool calls in all; a larger one goes through LargeFileSink.
  */
-export async function spoolToFile(body: Readable, expect: PutExpectation, filePath: string, opts: { fsync: boolean }): Promise<StoredBlob> {
+export async function spoolToFile(body: Readable, expect: PutExpectation, filePath: string, opts: SpoolOptions): Promise<StoredBlob> {
   let sink: LargeFileSink | undefined;
   let kept = false;
   try {
@@ -42,6 +51,8 @@ export async function spoolToFile(body: Readable, expect: PutExpectation, filePa
       }
     }
     if (!sink) {
+      const written = opts.writeSmall && (await opts.writeSmall(batch, size));
+      if (written) return written;
       const blob = { ...hashInline(batch), byteSize: size };
       checkExpectation(expect, blob);
       await writeSmallFile(filePath, batch, opts.fsync);
