@@ -49,7 +49,9 @@ class WriterThread {
   private readonly worker: Worker;
 
   constructor(onLost: () => void) {
-    this.worker = new Worker(new URL('./blob-writer-thread.mjs', import.meta.url));
+    // A small heap: the thread keeps nothing, and a young generation left to grow to V8's default
+    // held tens of MB of resident memory per thread under load.
+    this.worker = new Worker(new URL('./blob-writer-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
     this.worker.unref();
     this.worker.on('message', (reply: Reply) => {
       const p = this.pending.get(reply.id);
