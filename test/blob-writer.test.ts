@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BlobMismatchError, FsBlobStore } from '../src/blobs/index.ts';
-import { blobWriterStats, terminateBlobWriters } from '../src/blobs/blob-writer.ts';
+import { blobWriterStats, crashBlobWriters, terminateBlobWriters } from '../src/blobs/blob-writer.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
 // The fs store's writer threads (src/blobs/blob-writer.ts): which blobs they take, that what they
@@ -94,21 +94,35 @@ describe('fs blob store writer threads', () => {
     expect(tmpFiles(root)).toEqual([]);
   });
 
-  it('fails no write when its thread is lost mid-write: the event loop writes it, and threads are used again later', async () => {
+  it('fails no write when its threads crash mid-write: the event loop writes them, no thread starts for a while, and an orderly stop clears that', async () => {
     const { store: s, root } = store();
     await s.putBuffer(randomBytes(10)); // threads started
+    const before = blobWriterStats();
     const bodies = Array.from({ length: 30 }, () => randomBytes(2000));
     const writes = bodies.map((b) => s.putBuffer(b));
-    await terminateBlobWriters();
+    // Each put reaches its thread after a few turns of the event loop (layout, stream, copy).
+    while (blobWriterStats().inFlight === 0) await new Promise((r) => setImmediate(r));
+    await crashBlobWriters();
     const blobs = await Promise.all(writes);
     for (const [i, b] of bodies.entries()) {
       expect(blobs[i]!.sha256).toBe(sha256(b));
       expect(fs.readFileSync(placed(root, blobs[i]!.sha256)).equals(b)).toBe(true);
     }
     expect(tmpFiles(root)).toEqual([]);
-    const before = blobWriterStats().threaded;
+    const after = blobWriterStats();
+    expect(after.lost - before.lost).toBeGreaterThan(0);
+    // Writes the lost threads held (and any sent after) were done on the event loop.
+    expect(after.unavailable - before.unavailable).toBeGreaterThan(0);
+    expect(after.threaded - before.threaded + after.unavailable - before.unavailable).toBe(30);
+    // Within the restart delay no thread starts: the next write is done here too.
+    const bytes = randomBytes(10);
+    expect((await s.putBuffer(bytes)).sha256).toBe(sha256(bytes));
+    expect(blobWriterStats().threaded).toBe(after.threaded);
+    expect(blobWriterStats().unavailable).toBe(after.unavailable + 1);
+    // An orderly stop forgets the loss: the next write starts a thread again.
+    await terminateBlobWriters();
     await s.putBuffer(randomBytes(10));
-    expect(blobWriterStats().threaded).toBe(before + 1);
+    expect(blobWriterStats().threaded).toBe(after.threaded + 1);
   });
 
   it('passes on a failure of the disk as the put error, leaving nothing behind', async () => {
@@ -119,9 +133,11 @@ describe('fs blob store writer threads', () => {
     const aa = path.join(root, sha256(bytes).slice(0, 2));
     fs.rmSync(aa, { recursive: true });
     fs.writeFileSync(aa, 'not a directory');
-    const lost = blobWriterStats().lost;
-    await expect(s.putBuffer(bytes)).rejects.toMatchObject({ code: 'ENOTDIR' });
-    expect(blobWriterStats().lost).toBe(lost);
+    const before = blobWriterStats();
+    await expect(s.putBuffer(bytes)).rejects.toMatchObject({ code: 'ENOTDIR', syscall: 'rename' });
+    // Failed on the thread (not written again on the event loop), and the thread lives on.
+    const after = blobWriterStats();
+    expect([after.failed - before.failed, after.unavailable - before.unavailable, after.lost - before.lost]).toEqual([1, 0, 0]);
     expect(tmpFiles(root)).toEqual([]);
   });
 

@@ -253,12 +253,17 @@ describeEachDatabase('durable jobs', (app) => {
       counted(await enqueue(t, d.dialect, task, {}, new Date(), { uniqueKey: key }));
       await held;
     });
-    // The open transaction relied on the queued job: it got no job of its own.
-    expect(await enqueued).toBeNull();
-    // Before the fix this claimed the job, whose run could not see the marker and would never run again for it.
-    expect(await claim()).toEqual([]);
-    commit();
-    await trx;
+    try {
+      // The open transaction relied on the queued job: it got no job of its own.
+      expect(await enqueued).toBeNull();
+      // Before the fix this claimed the job, whose run could not see the marker and would never run again for it.
+      expect(await claim()).toEqual([]);
+      // Another transaction counting on the same job is not held up by the first (a shared lock).
+      expect(await d.db.transaction().execute((t) => enqueue(t, d.dialect, task, {}, new Date(), { uniqueKey: key }))).toBeNull();
+    } finally {
+      commit();
+      await trx;
+    }
     const claimed = await claim();
     expect(claimed.map((j) => j.id)).toEqual([first]);
     const seen = await d.db.selectFrom('jobs').select('id').where('unique_key', '=', marker).execute();

@@ -11,21 +11,17 @@ import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 
 const { O_WRONLY, O_CREAT, O_EXCL, O_DSYNC } = fs.constants;
-/** Open directory descriptors, kept for the fsyncs (at most 256 <aa> directories per store). */
-const dirs = new Map();
-const MAX_DIRS = 1024;
-
-function dirFd(dir) {
-  let fd = dirs.get(dir);
-  if (fd === undefined) {
-    if (dirs.size >= MAX_DIRS) {
-      for (const d of dirs.values()) fs.closeSync(d);
-      dirs.clear();
-    }
-    fd = fs.openSync(dir, 'r');
-    dirs.set(dir, fd);
+/**
+ * fsync of a directory, opened by path each time (a quick call on this thread): a descriptor kept
+ * open would still point at the old directory if the store's directory were replaced meanwhile.
+ */
+function fsyncDir(dir) {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
-  return fd;
 }
 
 function write(req) {
@@ -51,7 +47,7 @@ function write(req) {
     // An existing blob is replaced by identical bytes; either way the entry is synced below.
     fs.renameSync(req.tmp, path.join(dir, sha256));
     placed = true;
-    fs.fsyncSync(dirFd(dir));
+    fsyncDir(dir);
   } finally {
     if (!placed) fs.rmSync(req.tmp, { force: true });
   }
@@ -64,6 +60,7 @@ parentPort.on('message', (req) => {
   try {
     parentPort.postMessage({ id: req.id, ...write(req), bytes: req.bytes }, [req.bytes]);
   } catch (err) {
-    parentPort.postMessage({ id: req.id, error: { message: String(err?.message ?? err), code: err?.code }, bytes: req.bytes }, [req.bytes]);
+    const error = { message: String(err?.message ?? err), code: err?.code, errno: err?.errno, syscall: err?.syscall, path: err?.path };
+    parentPort.postMessage({ id: req.id, error, bytes: req.bytes }, [req.bytes]);
   }
 });

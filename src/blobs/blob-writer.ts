@@ -33,7 +33,7 @@ export interface SmallBlobResult {
   mismatch?: 'sha256' | 'checksum';
 }
 
-type Reply = { id: number; sha256: string; md5Base64: string; mismatch?: 'sha256' | 'checksum'; error?: { message: string; code?: string } };
+type Reply = { id: number; sha256: string; md5Base64: string; mismatch?: 'sha256' | 'checksum'; error?: { message: string; code?: string; errno?: number; syscall?: string; path?: string } };
 
 /** Threads by default: enough for a few syncs in flight at once; each is small (no app modules). */
 export const DEFAULT_WRITER_THREADS = 2;
@@ -58,7 +58,11 @@ class WriterThread {
       if (!p) return;
       this.pending.delete(reply.id);
       if (--this.busy === 0) this.worker.unref();
-      if (reply.error) p.reject(Object.assign(new Error(reply.error.message), reply.error.code ? { code: reply.error.code } : {}));
+      if (reply.error) {
+        stats.failed++;
+        const { message, ...fields } = reply.error;
+        p.reject(Object.assign(new Error(message), Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined && v !== null))));
+      }
       else p.resolve({ sha256: reply.sha256, md5Base64: reply.md5Base64, ...(reply.mismatch ? { mismatch: reply.mismatch } : {}) });
     });
     const lost = (why: string) => {
@@ -84,31 +88,53 @@ class WriterThread {
       this.pending.set(id, { resolve, reject });
       // Held while it has work: a write in flight must be answered before the process may exit.
       if (this.busy++ === 0) this.worker.ref();
-      // One buffer of its own, moved to the thread: a chunk is often a view of a larger buffer (a
-      // socket read), which a copy by postMessage would copy whole.
-      const bytes = Buffer.allocUnsafeSlow(req.chunks.reduce((n, c) => n + c.length, 0));
-      let at = 0;
-      for (const c of req.chunks) at += c.copy(bytes, at);
-      const { chunks: _chunks, ...rest } = req;
-      this.worker.postMessage({ id, ...rest, bytes: bytes.buffer }, [bytes.buffer]);
+      try {
+        // One buffer of its own, moved to the thread: a chunk is often a view of a larger buffer (a
+        // socket read), which a copy by postMessage would copy whole.
+        const bytes = Buffer.allocUnsafeSlow(req.chunks.reduce((n, c) => n + c.length, 0));
+        let at = 0;
+        for (const c of req.chunks) at += c.copy(bytes, at);
+        const { chunks: _chunks, ...rest } = req;
+        this.worker.postMessage({ id, ...rest, bytes: bytes.buffer }, [bytes.buffer]);
+      } catch (err) {
+        this.pending.delete(id);
+        if (--this.busy === 0) this.worker.unref();
+        reject(new BlobWriterUnavailable(`blob writer thread not reached: ${(err as Error).message}`));
+      }
     });
+  }
+
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Tests: ends the thread as a crash would (counted as lost, restart delay). */
+  crash(): Promise<number> {
+    return this.worker.terminate();
   }
 }
 
 let threads: WriterThread[] = [];
 let lostAt = 0;
-const stats = { threaded: 0, lost: 0 };
+/** Since the process started: blobs written by threads, errors they reported, writes they could not take, threads lost. */
+const stats = { threaded: 0, failed: 0, unavailable: 0, lost: 0 };
 
-/** Blobs written by threads and threads lost, since the process started (tests, diagnostics). */
-export function blobWriterStats(): Readonly<typeof stats> {
-  return { ...stats };
+/** The counts above and the writes in flight now (tests, diagnostics). */
+export function blobWriterStats(): Readonly<typeof stats & { inFlight: number }> {
+  return { ...stats, inFlight: threads.reduce((n, t) => n + t.inFlight, 0) };
 }
 
-/** Ends every writer thread; writes in flight reject with BlobWriterUnavailable (tests: a lost thread). */
+/** Ends every writer thread in order (not counted as lost; no restart delay); writes in flight reject with BlobWriterUnavailable. */
 export async function terminateBlobWriters(): Promise<void> {
   const ending = threads;
   threads = [];
+  lostAt = 0;
   await Promise.all(ending.map((t) => t.terminate()));
+}
+
+/** Tests: ends every writer thread as a crash would. */
+export async function crashBlobWriters(): Promise<void> {
+  await Promise.all(threads.map((t) => t.crash()));
 }
 
 /**
@@ -129,11 +155,20 @@ export async function writeSmallBlob(most: number, req: SmallBlobRequest): Promi
       threads.push(best);
     } catch (err) {
       lostAt = performance.now();
+      stats.unavailable++;
       throw new BlobWriterUnavailable(`blob writer thread could not start: ${(err as Error).message}`);
     }
   }
-  if (!best) throw new BlobWriterUnavailable('no blob writer thread (one was lost moments ago)');
-  const result = await best.write(req);
-  stats.threaded++;
-  return result;
+  if (!best) {
+    stats.unavailable++;
+    throw new BlobWriterUnavailable('no blob writer thread (one was lost moments ago)');
+  }
+  try {
+    const result = await best.write(req);
+    stats.threaded++;
+    return result;
+  } catch (err) {
+    if (err instanceof BlobWriterUnavailable) stats.unavailable++;
+    throw err;
+  }
 }

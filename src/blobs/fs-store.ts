@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import {
   assertSha256,
+  BlobMismatchError,
   BlobNotFoundError,
   clampRange,
   isSha256,
@@ -67,7 +68,11 @@ export class FsBlobStore implements BlobStore {
       if (!written) return null;
       const blob = { sha256: written.sha256, md5Base64: written.md5Base64, byteSize };
       // A digest that did not match was not written: the same error as any other put.
-      if (written.mismatch) checkExpectation(expect, blob);
+      if (written.mismatch) {
+        checkExpectation(expect, blob);
+        const sha = written.mismatch === 'sha256';
+        throw new BlobMismatchError(written.mismatch, (sha ? expect.sha256Hex : expect.md5Base64) ?? '', sha ? blob.sha256 : blob.md5Base64);
+      }
       placed = true;
       return blob;
     };

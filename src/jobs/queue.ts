@@ -56,22 +56,31 @@ export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, pa
 }
 
 /**
- * A coalesced job that is already queued is touched instead of skipped: the touch locks its row
- * until this transaction ends. On Postgres a claim (SKIP LOCKED) then passes the job over until
- * this transaction's work is committed, so the run sees it. With DO NOTHING the job could be claimed
- * and run between this enqueue and the commit, miss the work, and leave it with no job (mail left
- * withheld until the next arrival). SQLite runs one writer at a time, so there the claim waits anyway.
+ * A coalesced job already queued is share-locked (FOR KEY SHARE) until this transaction ends: a
+ * claim (FOR UPDATE SKIP LOCKED) passes it over until this transaction's work is committed, so the
+ * run sees that work; other enqueuers are not held up (the lock is shared). Without the lock the
+ * job could be claimed and run between this enqueue and the commit, miss the work and leave it with
+ * no job (received mail left withheld until the next arrival). If the job is claimed between the
+ * insert and the lock, its key is gone: insert again. SQLite runs one writer at a time, so there a
+ * claim waits for this transaction anyway.
  */
 async function enqueueCoalesced(db: Kysely<DB>, dialect: Dialect, row: JobsTable): Promise<string | null> {
-  const kept = await db
-    .insertInto('jobs')
-    .values(row)
-    .onConflict((oc) => oc.column('unique_key').doUpdateSet({ updated_at: (eb) => eb.ref('excluded.updated_at') }))
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  // Delivered at commit either way: the worker looks again once the job may be claimed.
-  if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${row.task})`.execute(db);
-  return kept.id === row.id ? row.id : null;
+  const notify = () => sql`select pg_notify(${JOBS_CHANNEL}, ${row.task})`.execute(db);
+  // A turn ends the loop unless the job was claimed and its key taken again in between.
+  for (let turn = 0; turn < 10; turn++) {
+    if ((await INSERT_JOB(db, [row])) !== 0n) {
+      if (dialect === 'postgres') await notify();
+      return row.id;
+    }
+    if (dialect !== 'postgres') return null;
+    const held = await sql<{ id: string }>`select id from jobs where unique_key = ${row.unique_key} for key share`.execute(db);
+    if (held.rows.length) {
+      // The worker passes the job over while it is held: a wake-up at commit makes it look again.
+      await notify();
+      return null;
+    }
+  }
+  return null;
 }
 
 /**
