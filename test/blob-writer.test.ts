@@ -13,10 +13,11 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 // thread fails no write. The contract suite (test/blob-store.test.ts) runs the whole store both ways.
 
 const dirs: string[] = [];
-function store(writerThreads?: number): { store: FsBlobStore; root: string } {
+function store(writerThreads?: number): { store: FsBlobStore; root: string; warnings: string[] } {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-writer-'));
   dirs.push(root);
-  return { store: new FsBlobStore(root, { writerThreads }), root };
+  const warnings: string[] = [];
+  return { store: new FsBlobStore(root, { writerThreads, log: { warn: (_obj, msg) => warnings.push(msg) } }), root, warnings };
 }
 afterAll(() => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
@@ -95,7 +96,9 @@ describe('fs blob store writer threads', () => {
   });
 
   it('fails no write when its threads crash mid-write: the event loop writes them, no thread starts for a while, and an orderly stop clears that', async () => {
-    const { store: s, root } = store();
+    // Threads from earlier tests are ended first, so that this store's log hears of the loss.
+    await terminateBlobWriters();
+    const { store: s, root, warnings } = store();
     await s.putBuffer(randomBytes(10)); // threads started
     const before = blobWriterStats();
     const bodies = Array.from({ length: 30 }, () => randomBytes(2000));
@@ -111,6 +114,8 @@ describe('fs blob store writer threads', () => {
     expect(tmpFiles(root)).toEqual([]);
     const after = blobWriterStats();
     expect(after.lost - before.lost).toBeGreaterThan(0);
+    expect(warnings.length).toBe(after.lost - before.lost);
+    expect(warnings[0]).toMatch(/blob writer thread lost/);
     // Writes the lost threads held (and any sent after) were done on the event loop.
     expect(after.unavailable - before.unavailable).toBeGreaterThan(0);
     expect(after.threaded - before.threaded + after.unavailable - before.unavailable).toBe(30);

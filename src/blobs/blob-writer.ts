@@ -18,6 +18,11 @@ export class BlobWriterUnavailable extends Error {
   override readonly name = 'BlobWriterUnavailable';
 }
 
+/** Where a lost thread is reported (the app's logger). */
+export interface BlobWriterLog {
+  warn: (obj: unknown, msg: string) => void;
+}
+
 export interface SmallBlobRequest {
   root: string;
   tmp: string;
@@ -48,7 +53,7 @@ class WriterThread {
   private readonly pending = new Map<number, { resolve: (r: SmallBlobResult) => void; reject: (e: unknown) => void }>();
   private readonly worker: Worker;
 
-  constructor(onLost: () => void) {
+  constructor(onLost: (why: string) => void) {
     // A small heap: the thread keeps nothing, and a young generation left to grow to V8's default
     // held tens of MB of resident memory per thread under load.
     this.worker = new Worker(new URL('./blob-writer-thread.mjs', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 } });
@@ -66,7 +71,7 @@ class WriterThread {
       else p.resolve({ sha256: reply.sha256, md5Base64: reply.md5Base64, ...(reply.mismatch ? { mismatch: reply.mismatch } : {}) });
     });
     const lost = (why: string) => {
-      if (this.alive && !this.ending) onLost();
+      if (this.alive && !this.ending) onLost(why);
       this.alive = false;
       for (const p of this.pending.values()) p.reject(new BlobWriterUnavailable(why));
       this.pending.clear();
@@ -142,20 +147,22 @@ export async function crashBlobWriters(): Promise<void> {
  * all are busy). Rejects with BlobWriterUnavailable when no thread can take it; the caller then
  * writes it itself.
  */
-export async function writeSmallBlob(most: number, req: SmallBlobRequest): Promise<SmallBlobResult> {
+export async function writeSmallBlob(most: number, req: SmallBlobRequest, log?: BlobWriterLog): Promise<SmallBlobResult> {
   threads = threads.filter((t) => t.alive);
   let best = threads.reduce<WriterThread | null>((b, t) => (!b || t.busy < b.busy ? t : b), null);
   const restarting = lostAt > 0 && performance.now() - lostAt < RESTART_DELAY_MS;
   if ((!best || best.busy > 0) && threads.length < most && !restarting) {
     try {
-      best = new WriterThread(() => {
+      best = new WriterThread((why) => {
         lostAt = performance.now();
         stats.lost++;
+        log?.warn({ reason: why }, 'blob writer thread lost; small blobs are written on the event loop for 5 s');
       });
       threads.push(best);
     } catch (err) {
       lostAt = performance.now();
       stats.unavailable++;
+      log?.warn({ reason: (err as Error).message }, 'blob writer thread could not start; small blobs are written on the event loop for 5 s');
       throw new BlobWriterUnavailable(`blob writer thread could not start: ${(err as Error).message}`);
     }
   }

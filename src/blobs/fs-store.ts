@@ -16,7 +16,7 @@ import {
   type StoredBlob,
 } from './blob-store.ts';
 import { checkExpectation, spoolToFile } from './spool.ts';
-import { BlobWriterUnavailable, DEFAULT_WRITER_THREADS, writeSmallBlob } from './blob-writer.ts';
+import { BlobWriterUnavailable, DEFAULT_WRITER_THREADS, writeSmallBlob, type BlobWriterLog } from './blob-writer.ts';
 
 /**
  * Blobs in a local directory: `<root>/<aa>/<sha256>`, where aa is the first pair of hex digits (as
@@ -44,8 +44,12 @@ export class FsBlobStore implements BlobStore {
   /** Threads writing small blobs (src/blobs/blob-writer.ts); 0: written from the event loop. */
   private readonly writerThreads: number;
 
-  constructor(root: string, opts: { writerThreads?: number } = {}) {
+  /** Where a lost writer thread is reported. */
+  private readonly log: BlobWriterLog | undefined;
+
+  constructor(root: string, opts: { writerThreads?: number; log?: BlobWriterLog } = {}) {
     this.writerThreads = opts.writerThreads ?? DEFAULT_WRITER_THREADS;
+    this.log = opts.log;
     this.root = path.resolve(root);
     this.tmpDir = path.join(this.root, 'tmp');
   }
@@ -59,7 +63,7 @@ export class FsBlobStore implements BlobStore {
       // them to a thread would copy them.
       if (byteSize > WRITER_THREAD_MAX_BYTES) return null;
       if (expect.byteSize !== undefined && expect.byteSize !== byteSize) return null; // refused below, as usual
-      const written = await writeSmallBlob(this.writerThreads, { root: this.root, tmp, chunks, sha256Hex: expect.sha256Hex, md5Base64: expect.md5Base64 }).catch(async (err: unknown) => {
+      const written = await writeSmallBlob(this.writerThreads, { root: this.root, tmp, chunks, sha256Hex: expect.sha256Hex, md5Base64: expect.md5Base64 }, this.log).catch(async (err: unknown) => {
         if (!(err instanceof BlobWriterUnavailable)) throw err;
         // Written here instead; a thread lost mid-write may have left the temp file.
         await fsp.rm(tmp, { force: true });

@@ -1,6 +1,7 @@
 import type { BlobConfig } from './blob-config.ts';
 import type { BlobStore } from './blob-store.ts';
 import { FsBlobStore } from './fs-store.ts';
+import type { BlobWriterLog } from './blob-writer.ts';
 import { S3BlobStore } from './s3-store.ts';
 
 export * from './blob-store.ts';
@@ -10,9 +11,9 @@ export type { BlobConfig } from './blob-config.ts';
 export { attachmentDisposition } from './content-disposition.ts';
 
 /** The store the configuration asks for: a local directory (default) or an S3 bucket. */
-export function createBlobStore(config: { readonly blobs: BlobConfig }): BlobStore {
+export function createBlobStore(config: { readonly blobs: BlobConfig }, log?: BlobWriterLog): BlobStore {
   const c = config.blobs;
-  if (c.kind === 'fs') return new FsBlobStore(c.dir, { writerThreads: c.writerThreads });
+  if (c.kind === 'fs') return new FsBlobStore(c.dir, { writerThreads: c.writerThreads, log });
   return new S3BlobStore({
     bucket: c.bucket,
     region: c.region,
