@@ -66,6 +66,7 @@ describe('fs blob store writer threads', () => {
 
   it('refuses a blob whose size, MD5 or SHA-256 is not the one expected, and writes nothing', async () => {
     const { store: s, root } = store();
+    const inline = store(0).store;
     const bytes = randomBytes(4096);
     const cases: [Parameters<FsBlobStore['put']>[1], string][] = [
       [{ md5Base64: md5(randomBytes(8)) }, 'checksum'],
@@ -78,6 +79,9 @@ describe('fs blob store writer threads', () => {
       const err = await s.put(Readable.from([bytes]), expectation).catch((e: unknown) => e);
       expect(err, field).toBeInstanceOf(BlobMismatchError);
       expect((err as BlobMismatchError).which).toBe(field);
+      // The very error a put from the event loop gives.
+      const inlineErr = (await inline.put(Readable.from([bytes]), expectation).catch((e: unknown) => e)) as BlobMismatchError;
+      expect({ ...(err as BlobMismatchError), message: (err as Error).message }).toEqual({ ...inlineErr, message: inlineErr.message });
       // Digests are checked on the thread; a wrong size never leaves the event loop.
       expect(blobWriterStats().threaded - before).toBe(field === 'byte_size' ? 0 : 1);
       expect(fs.existsSync(placed(root, sha256(bytes)))).toBe(false);

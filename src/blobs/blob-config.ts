@@ -14,7 +14,7 @@ export const blobEnvShape = {
   /** fs store directory; default `<CUBBY_DATA_DIR>/blobs`. */
   CUBBY_BLOB_DIR: z.string().min(1).optional(),
   /** fs store: threads that write small blobs (src/blobs/blob-writer.ts); 0 writes them from the event loop. */
-  CUBBY_BLOB_WRITER_THREADS: z.string().regex(/^\d{1,2}$/, 'must be a whole number of threads (0-16)').transform(Number).refine((n) => n <= 16, 'must be a whole number of threads (0-16)').default(2),
+  CUBBY_BLOB_WRITER_THREADS: z.string().regex(/^(1[0-6]|\d)$/, 'must be a whole number of threads (0-16)').transform(Number).default(2),
   CUBBY_S3_BUCKET: z
     .string()
     .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 of a-z 0-9 . -)')

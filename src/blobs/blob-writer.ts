@@ -47,7 +47,6 @@ export const DEFAULT_WRITER_THREADS = 2;
 const RESTART_DELAY_MS = 5_000;
 
 class WriterThread {
-  busy = 0;
   alive = true;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: SmallBlobResult) => void; reject: (e: unknown) => void }>();
@@ -62,7 +61,7 @@ class WriterThread {
       const p = this.pending.get(reply.id);
       if (!p) return;
       this.pending.delete(reply.id);
-      if (--this.busy === 0) this.worker.unref();
+      if (this.pending.size === 0) this.worker.unref();
       if (reply.error) {
         stats.failed++;
         const { message, ...fields } = reply.error;
@@ -90,9 +89,9 @@ class WriterThread {
   write(req: SmallBlobRequest): Promise<SmallBlobResult> {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
-      this.pending.set(id, { resolve, reject });
       // Held while it has work: a write in flight must be answered before the process may exit.
-      if (this.busy++ === 0) this.worker.ref();
+      if (this.pending.size === 0) this.worker.ref();
+      this.pending.set(id, { resolve, reject });
       try {
         // One buffer of its own, moved to the thread: a chunk is often a view of a larger buffer (a
         // socket read), which a copy by postMessage would copy whole.
@@ -103,7 +102,7 @@ class WriterThread {
         this.worker.postMessage({ id, ...rest, bytes: bytes.buffer }, [bytes.buffer]);
       } catch (err) {
         this.pending.delete(id);
-        if (--this.busy === 0) this.worker.unref();
+        if (this.pending.size === 0) this.worker.unref();
         reject(new BlobWriterUnavailable(`blob writer thread not reached: ${(err as Error).message}`));
       }
     });
@@ -149,9 +148,9 @@ export async function crashBlobWriters(): Promise<void> {
  */
 export async function writeSmallBlob(most: number, req: SmallBlobRequest, log?: BlobWriterLog): Promise<SmallBlobResult> {
   threads = threads.filter((t) => t.alive);
-  let best = threads.reduce<WriterThread | null>((b, t) => (!b || t.busy < b.busy ? t : b), null);
+  let best = threads.reduce<WriterThread | null>((b, t) => (!b || t.inFlight < b.inFlight ? t : b), null);
   const restarting = lostAt > 0 && performance.now() - lostAt < RESTART_DELAY_MS;
-  if ((!best || best.busy > 0) && threads.length < most && !restarting) {
+  if ((!best || best.inFlight > 0) && threads.length < most && !restarting) {
     try {
       best = new WriterThread((why) => {
         lostAt = performance.now();

@@ -15,7 +15,7 @@ import {
   type PutExpectation,
   type StoredBlob,
 } from './blob-store.ts';
-import { checkExpectation, spoolToFile } from './spool.ts';
+import { spoolToFile } from './spool.ts';
 import { BlobWriterUnavailable, DEFAULT_WRITER_THREADS, writeSmallBlob, type BlobWriterLog } from './blob-writer.ts';
 
 /**
@@ -71,12 +71,10 @@ export class FsBlobStore implements BlobStore {
       });
       if (!written) return null;
       const blob = { sha256: written.sha256, md5Base64: written.md5Base64, byteSize };
-      // A digest that did not match was not written: the same error as any other put.
-      if (written.mismatch) {
-        checkExpectation(expect, blob);
-        const sha = written.mismatch === 'sha256';
-        throw new BlobMismatchError(written.mismatch, (sha ? expect.sha256Hex : expect.md5Base64) ?? '', sha ? blob.sha256 : blob.md5Base64);
-      }
+      // A digest that did not match was not written. The thread checks in checkExpectation's order
+      // (the size was checked above, then MD5, then SHA-256), so the error is the one any put gives.
+      if (written.mismatch === 'checksum') throw new BlobMismatchError('checksum', expect.md5Base64!, blob.md5Base64);
+      if (written.mismatch === 'sha256') throw new BlobMismatchError('sha256', expect.sha256Hex!, blob.sha256);
       placed = true;
       return blob;
     };
