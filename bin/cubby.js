@@ -1,13 +1,20 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly through tsx's loader: no build step.
+// Runs the program from its compiled tree (bin/compiled.js: built on first use and whenever a
+// source changes, so there is no build step to remember), or, when that cannot be had or
+// CUBBY_RUNTIME=tsx asks for it, the TypeScript sources through tsx's loader.
+import { pathToFileURL } from 'node:url';
+
 // `serve` waits on many fsyncs at once (each received message and upload syncs its blobs and
 // their directories on libuv's pool); the default pool of 4 threads queues them behind each other
 // while the disk could take more. Read once, when the pool starts: set before any file I/O, and
 // left alone when the operator set it.
 if (process.argv[2] === 'serve' && !process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
-const { register } = await import('tsx/esm/api');
-
-register();
+const { compiledTree } = await import('./compiled.js');
+const tree = await compiledTree();
+if (!tree) {
+  const { register } = await import('tsx/esm/api');
+  register();
+}
 // `cubby … | head`: the reader went away; stop quietly instead of crashing on EPIPE.
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err) => {
@@ -26,4 +33,5 @@ const full =
   ['serve', 'admin'].includes(first) ||
   (first.startsWith('-') && !(alone && ['--version', '-V'].includes(first))) ||
   (first === 'help' && (second === undefined || second.startsWith('-') || ['serve', 'admin', 'help'].includes(second)));
-await import(full ? '../src/cli/main.ts' : '../src/cli/user-main.ts');
+const entry = full ? 'src/cli/main' : 'src/cli/user-main';
+await import(tree ? pathToFileURL(`${tree}/${entry}.js`).href : `../${entry}.ts`);

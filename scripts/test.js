@@ -6,6 +6,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+// Build the compiled tree once before the suites start many `bin/cubby.js` processes at a time
+// (each would otherwise build its own copy on a fresh clone; bin/compiled.js).
+const { compiledTree } = await import('../bin/compiled.js');
+await compiledTree();
+
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-test-')), 'report.json');
 const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
 const run = spawnSync('npx', args, { stdio: 'inherit' });

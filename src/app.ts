@@ -28,6 +28,9 @@ import { attachEvents, type EventsOptions, type EventsRuntime } from './events/r
 import { registerEventTasks } from './webhooks/tasks.ts';
 import { registerGitSyncTasks } from './gitsync/tasks.ts';
 
+/** Whether this process runs the compiled tree (bin/compiled.js) or the TypeScript sources through tsx. */
+const RUNTIME = import.meta.url.endsWith('.ts') ? 'sources' : 'compiled';
+
 export interface StartedApp {
   urls: { http: string | null; smtp: string | null; sites: string | null };
   ports: { http: number | null; smtp: number | null; sites: number | null };
@@ -148,7 +151,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         registerOutboundTasks(worker, deps, { resolver: options.resolver ?? cachingResolver(systemResolver()), mxPort: options.mxPort });
         await worker.start();
       }
-      logger.info({ roles: config.roles, http: boundHttp, smtp_port: smtpPort, sites_port: sites?.port ?? null }, 'started');
+      logger.info({ roles: config.roles, http: boundHttp, smtp_port: smtpPort, sites_port: sites?.port ?? null, runtime: RUNTIME }, 'started');
       const smtpHost = config.smtpHost.includes(':') ? `[${config.smtpHost}]` : config.smtpHost;
       return {
         urls: { http: boundHttp, smtp: smtpPort === null ? null : `smtp://${smtpHost === '0.0.0.0' ? '127.0.0.1' : smtpHost}:${smtpPort}`, sites: sites ? deps.siteUrl('www').replace('//www.', '//') : null },
