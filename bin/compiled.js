@@ -20,6 +20,8 @@ const SOURCE_DIRS = ['src', 'packages/sdk/src'];
 /** Bumped when the way the tree is built changes, so older trees are not reused. */
 const FORMAT = 2;
 const KEEP_MS = 24 * 3600_000;
+/** A tree's folder name, or a partial build's: the only names pruning may remove. */
+const TREE_NAME = /^[0-9a-f]{20}(\.partial-\d+-[0-9a-f]{8})?$/;
 
 /** The cache folder: CUBBY_BUILD_DIR, else node_modules/.cache/cubby (npm ci starts it afresh). */
 export function cacheDir(env = process.env, root = ROOT) {
@@ -39,10 +41,14 @@ function listSources(root) {
   return out.sort();
 }
 
-/** Names the sources as they are now: any added, removed or edited file gives a new stamp. */
+/**
+ * Names the sources as they are now: any added, removed or edited file gives a new stamp, and so
+ * does another checkout sharing the cache folder (its tree links its own node_modules).
+ */
 function stampOf(root, files, esbuildVersion) {
-  const hash = crypto.createHash('sha256').update(`${FORMAT}\0${esbuildVersion}\0${process.versions.node}\0`);
-  for (const rel of ['package.json', ...files]) {
+  const hash = crypto.createHash('sha256').update(`${FORMAT}\0${esbuildVersion}\0${process.versions.node}\0${root}\0`);
+  for (const rel of ['package.json', 'tsconfig.json', ...files]) {
+    if (!fs.existsSync(path.join(root, rel))) continue;
     const st = fs.statSync(path.join(root, rel));
     hash.update(`${rel}\0${st.size}\0${st.mtimeMs}\0`);
   }
@@ -55,6 +61,8 @@ export function rewriteSpecifiers(code) {
 }
 
 async function build(root, files, into, esbuild) {
+  // The repository's compiler options, as tsx passes them (class fields, JSX and the like).
+  const tsconfigRaw = fs.existsSync(path.join(root, 'tsconfig.json')) ? fs.readFileSync(path.join(root, 'tsconfig.json'), 'utf8') : undefined;
   const pending = [];
   for (const rel of files) {
     const from = path.join(root, rel);
@@ -66,7 +74,7 @@ async function build(root, files, into, esbuild) {
     const out = path.join(into, rel.slice(0, -3) + '.js');
     pending.push(
       esbuild
-        .transform(fs.readFileSync(from, 'utf8'), { loader: 'ts', format: 'esm', target: 'node20', sourcemap: 'external', sourcefile: from, sourcesContent: false })
+        .transform(fs.readFileSync(from, 'utf8'), { loader: 'ts', format: 'esm', target: 'node20', tsconfigRaw, sourcemap: 'external', sourcefile: from, sourcesContent: false })
         .then(({ code, map }) => {
           fs.writeFileSync(out, `${rewriteSpecifiers(code)}//# sourceMappingURL=${path.basename(out)}.map\n`);
           fs.writeFileSync(`${out}.map`, map);
@@ -80,10 +88,13 @@ async function build(root, files, into, esbuild) {
   fs.symlinkSync(path.join(root, 'node_modules'), path.join(into, 'node_modules'), 'dir');
 }
 
-/** Removes trees (and abandoned partial builds) not used for a day; never the current one. */
+/**
+ * Removes trees (and abandoned partial builds) not used for a day; never the current one, and
+ * nothing else that may share the folder (CUBBY_BUILD_DIR may name any folder).
+ */
 function prune(dir, keep) {
   for (const name of fs.readdirSync(dir)) {
-    if (name === keep) continue;
+    if (name === keep || !TREE_NAME.test(name)) continue;
     const full = path.join(dir, name);
     try {
       if (Date.now() - fs.statSync(full).mtimeMs > KEEP_MS) fs.rmSync(full, { recursive: true, force: true });
@@ -97,9 +108,10 @@ function prune(dir, keep) {
  * The compiled tree's folder, built first if the sources changed since; null when it cannot be
  * had (then the caller runs the sources through tsx). Concurrent callers may build at once: each
  * writes its own partial folder and renames it into place; the first rename wins and the others
- * use its tree. `root` is the repository (tests: a small one of their own).
+ * use its tree. `root` is the repository (tests: a small one of their own); `opts.onFallback`
+ * hears why there is no tree.
  */
-export async function compiledTree(env = process.env, root = ROOT) {
+export async function compiledTree(env = process.env, root = ROOT, opts = {}) {
   if (env.CUBBY_RUNTIME === 'tsx') return null;
   try {
     const { default: esbuild } = await import('esbuild');
@@ -119,7 +131,11 @@ export async function compiledTree(env = process.env, root = ROOT) {
     fs.mkdirSync(dir, { recursive: true });
     const partial = path.join(dir, `${stamp}.partial-${process.pid}-${crypto.randomBytes(4).toString('hex')}`);
     try {
-      await build(root, files, partial, esbuild);
+      try {
+        await build(root, files, partial, esbuild);
+      } finally {
+        await esbuild.stop(); // its service process would otherwise live as long as this one
+      }
       fs.renameSync(partial, tree);
     } catch (err) {
       fs.rmSync(partial, { recursive: true, force: true });
@@ -130,6 +146,23 @@ export async function compiledTree(env = process.env, root = ROOT) {
     return tree;
   } catch (err) {
     if (env.CUBBY_RUNTIME === 'compiled') throw err;
+    opts.onFallback?.(err);
     return null;
   }
+}
+
+/**
+ * Keeps `tree` from being pruned while this process runs (a server up for days would otherwise
+ * lose it to a build after a `git pull`, and could not start a thread from it afterwards).
+ */
+export function keepFresh(tree) {
+  const touch = () => {
+    try {
+      const now = new Date();
+      fs.utimesSync(tree, now, now);
+    } catch {
+      // not ours to touch (built by another user): then not ours to prune either
+    }
+  };
+  setInterval(touch, 3600_000).unref();
 }

@@ -18,13 +18,27 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const COMPILED = path.join(ROOT, 'bin/compiled.js');
 const run = promisify(execFile);
 
-/** compiledTree() in a fresh process: its answer (a folder, or null) and how it ended. */
-async function buildIn(env: Record<string, string>, root?: string): Promise<{ tree: string | null; code: number; stderr: string }> {
-  const script = `import(${JSON.stringify(COMPILED)}).then((m) => m.compiledTree(process.env${root ? `, ${JSON.stringify(root)}` : ''})).then((t) => console.log(JSON.stringify(t)))`;
+/**
+ * compiledTree() in a fresh process: its answer (a folder, or null), how it ended, and the child
+ * processes it still had afterwards (esbuild's service must be stopped once the tree is built).
+ */
+async function buildIn(env: Record<string, string>, root?: string): Promise<{ tree: string | null; code: number; stderr: string; children?: string }> {
+  const script = [
+    `const { compiledTree } = await import(${JSON.stringify(COMPILED)});`,
+    `const tree = await compiledTree(process.env${root ? `, ${JSON.stringify(root)}` : ''});`,
+    'const fs = await import("node:fs");',
+    // esbuild's stop() returns before its process has exited: give it up to 5 s to go.
+    'const childrenNow = () => fs.readFileSync("/proc/" + process.pid + "/task/" + process.pid + "/children", "utf8").trim();',
+    'let children = childrenNow();',
+    'for (const until = Date.now() + 5000; children && Date.now() < until; children = childrenNow()) await new Promise((r) => setTimeout(r, 20));',
+    'console.log(JSON.stringify(tree));',
+    'console.log(JSON.stringify(children));',
+  ].join('\n');
   const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
   try {
     const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { env: { ...childEnv, ...env }, cwd: os.tmpdir(), timeout: 60_000 });
-    return { tree: JSON.parse(stdout.trim()), code: 0, stderr };
+    const [tree, left] = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    return { tree, code: 0, stderr, children: left };
   } catch (err) {
     const e = err as { code: number; stderr: string };
     return { tree: null, code: e.code, stderr: e.stderr };
@@ -76,7 +90,10 @@ describe('the compiled tree', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-compiled-'));
     // Three processes build into one empty folder at once, as parallel first starts do.
     const builds = await Promise.all([1, 2, 3].map(() => buildIn({ CUBBY_BUILD_DIR: path.join(dir, 'cache') })));
-    for (const b of builds) expect(b.code, b.stderr).toBe(0);
+    for (const b of builds) {
+      expect(b.code, b.stderr).toBe(0);
+      expect(b.children, 'esbuild service left running').toBe('');
+    }
     tree = builds[0]!.tree!;
     expect(builds.map((b) => b.tree)).toEqual([tree, tree, tree]);
   }, 120_000);
@@ -125,6 +142,19 @@ describe('the compiled tree', () => {
     expect(third).not.toBe(second);
     fs.rmSync(path.join(repo, 'src/extra.ts'));
     expect((await buildIn(env, repo)).tree).toBe(second);
+
+    // Pruning: trees and partial builds unused for a day go with the next build; anything else
+    // in the folder stays, however old (CUBBY_BUILD_DIR may name a folder shared with other files).
+    const cache = env.CUBBY_BUILD_DIR;
+    const old = new Date(Date.now() - 2 * 24 * 3600_000);
+    fs.writeFileSync(path.join(cache, 'keep-me.txt'), 'not a tree');
+    fs.mkdirSync(path.join(cache, 'keep-me-too'));
+    fs.mkdirSync(path.join(cache, `${'a'.repeat(20)}.partial-123-0badcafe`));
+    for (const name of ['keep-me.txt', 'keep-me-too', `${'a'.repeat(20)}.partial-123-0badcafe`, path.basename(first)]) fs.utimesSync(path.join(cache, name), old, old);
+    fs.writeFileSync(path.join(repo, 'src/word.ts'), "export const word: string = 'third';\n");
+    const fourth = (await buildIn(env, repo)).tree!;
+    expect(await runMain(fourth)).toBe('third 1');
+    expect(fs.readdirSync(cache).sort()).toEqual([path.basename(fourth), path.basename(second), path.basename(third), 'keep-me-too', 'keep-me.txt'].sort());
   });
 
   it('falls back to the sources when it cannot be written, unless CUBBY_RUNTIME=compiled insists', async () => {
@@ -140,7 +170,16 @@ describe('the compiled tree', () => {
     const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
     const version = await run(process.execPath, [path.join(ROOT, 'bin/cubby.js'), '--version'], { env: { ...childEnv, CUBBY_BUILD_DIR: unwritable } });
     expect(version.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
-  });
+    expect(version.stderr).toBe('');
+    // A server says why it runs from the sources.
+    const fallback = await startServe(serveEnv(path.join(dir, 'data-fallback'), { CUBBY_BUILD_DIR: unwritable, CUBBY_LOG_LEVEL: 'info' }));
+    try {
+      await fallback.waitForOutput(/running the TypeScript sources through tsx: the compiled tree could not be built \(ENOTDIR/);
+      await fallback.waitForOutput(/"runtime":"sources"[^\n]*"msg":"started"/);
+    } finally {
+      await fallback.stop();
+    }
+  }, 60_000);
 
   it('serves from the compiled tree: mail is analyzed on a thread that runs the compiled module', async () => {
     const env = serveEnv(path.join(dir, 'data'), { CUBBY_BUILD_DIR: path.join(dir, 'cache'), CUBBY_LOG_LEVEL: 'info' });
