@@ -106,7 +106,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         config,
         secret,
         now,
-        blobs: meteredBlobStore(createBlobStore(config, logger), metrics),
+        blobs: meteredBlobStore(await createBlobStore(config, logger), metrics),
         jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
         siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),

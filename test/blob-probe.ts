@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { FsBlobStore, S3BlobStore, type BlobStore, type StoredBlob } from '../src/blobs/index.ts';
+import { FsBlobStore, type BlobStore, type StoredBlob } from '../src/blobs/index.ts';
+import { S3BlobStore } from '../src/blobs/s3-store.ts';
 import type { S3BlobStoreOptions } from '../src/blobs/s3-store.ts';
 
 // Run by test/blob-store.test.ts as a child process (`node --expose-gc --import tsx`): streams a

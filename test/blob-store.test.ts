@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BlobMismatchError, BlobNotFoundError, type BlobStore, type S3BlobStore } from '../src/blobs/index.ts';
+import { BlobMismatchError, BlobNotFoundError, type BlobStore } from '../src/blobs/index.ts';
+import type { S3BlobStore } from '../src/blobs/s3-store.ts';
 import { generated, storeFromSpec, type ProbeResult, type StoreSpec } from './blob-probe.ts';
 
 // One contract, run against both stores: a local directory, and S3 as played by s3rver (in this

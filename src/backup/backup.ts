@@ -72,7 +72,7 @@ export async function backup(config: Config, outArg: string, now: Date): Promise
         ? await postgresSnapshot(config.databaseUrl, pgSchema, path.join(out, database.file))
         : await sqliteSnapshot(sqlitePath(config.databaseUrl), path.join(out, database.file));
 
-    const blobs = await copyBlobs(createBlobStore(config), snapshot, path.join(out, 'blobs'));
+    const blobs = await copyBlobs(await createBlobStore(config), snapshot, path.join(out, 'blobs'));
     const secret = await copySecret(config, out);
     const manifest: Manifest = {
       format: FORMAT,

@@ -112,7 +112,7 @@ async function checkTargetEmpty(config: Config, m: Manifest, dbFile: string | nu
 
 /** Puts every backed-up blob into the configured store (fs or S3), checking each one's SHA-256. */
 async function restoreBlobs(config: Config, dir: string, m: Manifest): Promise<{ count: number; bytes: number }> {
-  const store = createBlobStore(config);
+  const store = await createBlobStore(config);
   const files: { sha256: string; file: string }[] = [];
   for (const aa of await fsp.readdir(dir)) {
     if (!/^[0-9a-f]{2}$/.test(aa)) continue;

@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import git, { Errors, type HttpClient } from 'isomorphic-git';
+import type { HttpClient } from 'isomorphic-git';
 import { GitSyncError } from './errors.ts';
 
 // Reading a branch of a remote repository with isomorphic-git (no git binary): the branch head
 // from the ref advertisement, then a shallow, single-branch fetch into a temporary bare
 // repository, whose tree is listed and whose blobs are read on demand. The directory is removed
-// when the work is done.
+// when the work is done. isomorphic-git is loaded on first use: most servers never sync a
+// repository, and it holds about 3 MB of every process's heap once loaded.
 
 export interface TreeFile {
   /** Path relative to the synced subdirectory. */
@@ -28,8 +29,9 @@ export interface RemoteLimits {
 /** Turns isomorphic-git's failures into the codes a connection's error shows. */
 export function gitFailure(err: unknown): GitSyncError {
   if (err instanceof GitSyncError) return err;
+  // isomorphic-git's Errors.<Name>.code, spelled out: this runs without the library loaded.
   const e = err as { code?: string; data?: { statusCode?: number; statusMessage?: string }; message?: string; caller?: string };
-  if (e?.code === Errors.HttpError.code) {
+  if (e?.code === 'HttpError') {
     const status = e.data?.statusCode ?? 0;
     if (status === 401 || status === 403) return new GitSyncError('GIT_AUTH_FAILED', `The git host answered ${status}: the token is missing, wrong or cannot read this repository.`, { status });
     if (status === 404) return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', 'The git host answered 404: no repository at this URL (or the token cannot see it).', { status });
@@ -37,7 +39,7 @@ export function gitFailure(err: unknown): GitSyncError {
     if (status >= 300 && status < 400) return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', `The git host answered ${status} (a redirect, which Cubby does not follow): use the repository's current clone URL.`, { status });
     return new GitSyncError('GIT_REPOSITORY_UNREACHABLE', `The git host answered ${status} ${e.data?.statusMessage ?? ''}`.trim(), { status });
   }
-  if (e?.code === Errors.SmartHttpError.code || e?.code === Errors.ParseError.code || e?.code === Errors.UnknownTransportError.code) {
+  if (e?.code === 'SmartHttpError' || e?.code === 'ParseError' || e?.code === 'UnknownTransportError') {
     return new GitSyncError('GIT_REPOSITORY_NOT_FOUND', 'The URL does not answer as a git repository over smart HTTP.');
   }
   return new GitSyncError('GIT_REPOSITORY_UNREACHABLE', `Reading the repository failed: ${e?.message ?? String(err)}`.slice(0, 500));
@@ -46,6 +48,7 @@ export function gitFailure(err: unknown): GitSyncError {
 /** The commit the branch points at on the remote. */
 export async function remoteHead(http: HttpClient, url: string, branch: string): Promise<string> {
   try {
+    const { default: git } = await import('isomorphic-git');
     const refs = await git.listServerRefs({ http, url, prefix: `refs/heads/${branch}`, protocolVersion: 1 });
     const hit = refs.find((r) => r.ref === `refs/heads/${branch}`);
     if (!hit) throw new GitSyncError('GIT_BRANCH_NOT_FOUND', `The repository has no branch ${branch}.`, { branch });
@@ -68,6 +71,7 @@ export async function fetchTree(http: HttpClient, url: string, branch: string, s
   const gitdir = await fsp.mkdtemp(path.join(os.tmpdir(), 'cubby-git-'));
   const close = () => fsp.rm(gitdir, { recursive: true, force: true });
   try {
+    const { default: git, Errors } = await import('isomorphic-git');
     await git.init({ fs, gitdir, bare: true, defaultBranch: branch });
     await git.addRemote({ fs, gitdir, remote: 'origin', url });
     let commit: string;

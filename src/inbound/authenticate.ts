@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { authenticate, type AuthenticateOptions, type AuthenticateResult, type DNSResolver } from 'mailauth';
+import type { AuthenticateOptions, AuthenticateResult, DNSResolver } from 'mailauth';
 import { guardResolver, type DnsResolver, type GuardedResolver } from './authenticate-dns.ts';
 import { feed, screenMessage } from './authenticate-input.ts';
 
@@ -110,6 +110,10 @@ function unfinished(mta: string, spfDomain: string | null, identity: 'mailfrom' 
  * whatever is still running is abandoned and reported as temperror.
  */
 export async function authenticateMessage(input: AuthInput): Promise<AuthSummary> {
+  // Loaded on first use, before the clock starts: mailauth (with undici, joi and tldts, about 11 MB
+  // of heap) runs on the analysis thread; the event loop, which imports this module for its
+  // helpers, needs it only when it analyzes a message itself.
+  const { authenticate } = await import('mailauth');
   const mta = hostOrNull(input?.mta) ?? 'localhost';
   const sender = cleanSender(input?.mailFrom ?? null);
   const identity = sender ? 'mailfrom' : 'helo';

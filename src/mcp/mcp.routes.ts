@@ -1,43 +1,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { createMcpHandler, McpServer, type McpRequestContext } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { AppDeps, RequestCtx } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { authenticateApiKey, readAgentHeaders } from '../auth/credential.ts';
 import { KeyRateLimiter } from '../http/rate-limit.ts';
 import { PLANS } from '../accounts/plans.ts';
-import { SERVER_VERSION } from '../version.ts';
 import { allowCors, mcpResource, PROTECTED_RESOURCE_PATH } from '../oauth/oauth.http.ts';
-import { UNTRUSTED } from './tool.ts';
 import { allowedHostRules, checkMcpHost } from './host-guard.ts';
-import { mailboxTools } from './tools.mailboxes.ts';
-import { fileTools } from './tools.files.ts';
-import { emailTools } from './tools.emails.ts';
-import { siteTools } from './tools.sites.ts';
-import { searchTools } from './tools.search.ts';
-import { registerResources } from './resources.ts';
-import { registerPrompts } from './prompts.ts';
+import type { McpNodeHandler } from './mcp-handler.ts';
 
 // The hosted tool endpoint: MCP over stateless streamable HTTP at /mcp. Every request is
 // authenticated like an API call (an API key or an OAuth access token for this resource),
 // gets a fresh server whose tools close over that request's context, and is forgotten.
 // No cookies are read here, so cross-origin callers gain nothing: CORS is open and the bearer
 // token is the only credential. Host and Origin are still checked first (host-guard.ts) so a
-// re-pointed name never reaches the endpoint (DNS rebinding).
-
-const INSTRUCTIONS = `Cubby: private file mailboxes, each with its own email address. Call status first. ${UNTRUSTED} Never ask the person to paste secrets, codes or passwords into the chat.`;
-
-function buildServer(ctx: RequestCtx): McpServer {
-  const server = new McpServer({ name: 'cubby', title: 'Cubby', version: SERVER_VERSION }, { instructions: INSTRUCTIONS });
-  mailboxTools(server, ctx);
-  fileTools(server, ctx);
-  emailTools(server, ctx);
-  siteTools(server, ctx);
-  searchTools(server, ctx);
-  registerResources(server, ctx);
-  registerPrompts(server);
-  return server;
-}
+// re-pointed name never reaches the endpoint (DNS rebinding). The MCP server itself
+// (mcp-handler.ts) is loaded by the first authenticated request.
 
 function challenge(deps: AppDeps, reply: FastifyReply, err: AppError, tokenSent: boolean) {
   const metadata = `${deps.publicUrl()}${PROTECTED_RESOURCE_PATH}`;
@@ -62,13 +39,21 @@ function refuseForeignHost(deps: AppDeps, req: FastifyRequest, reply: FastifyRep
 }
 
 export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const handler = createMcpHandler((c: McpRequestContext) => buildServer(c.authInfo!.extra!.ctx as RequestCtx), {
-    legacy: 'stateless',
-    onerror: (err) => app.log.warn({ err }, 'mcp request failed'),
-  });
-  const node = toNodeHandler(handler, { onerror: (err) => app.log.error({ err }, 'mcp adapter failed') });
+  let loaded: Promise<McpNodeHandler> | null = null;
+  // A failed load is not kept: the next request tries again.
+  const handler = () =>
+    (loaded ??= import('./mcp-handler.ts').then(
+      (m) => m.createMcpNodeHandler(app.log),
+      (err) => {
+        loaded = null;
+        throw err;
+      },
+    ));
   const limiter = new KeyRateLimiter(deps.now);
-  app.addHook('onClose', async () => handler.close());
+  app.addHook('onClose', async () => {
+    const mcp = loaded && (await loaded.catch(() => null));
+    if (mcp) await mcp.close();
+  });
 
   app.options('/mcp', { schema: { hide: true }, config: { auth: false } }, async (req, reply) => {
     if (refuseForeignHost(deps, req, reply)) return reply;
@@ -98,6 +83,7 @@ export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<
         }
         throw err;
       }
+      const mcp = await handler();
       const ctx: RequestCtx = { ...deps, credential: { ...credential, transport: 'mcp' }, actor: { userId: credential.user.id, apiKeyId: credential.keyId, agent, requestId: req.id } };
       reply.hijack();
       const raw = reply.raw;
@@ -105,7 +91,7 @@ export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<
       raw.setHeader('access-control-allow-origin', '*');
       raw.setHeader('access-control-expose-headers', 'www-authenticate, mcp-session-id, mcp-protocol-version');
       (req.raw as unknown as { auth: unknown }).auth = { token: token!, clientId: credential.connection?.id ?? credential.keyId, scopes: ['cubby:mcp'], extra: { ctx } };
-      await node(req.raw, raw, req.body);
+      await mcp.handle(req.raw, raw, req.body);
     },
   });
 }

@@ -1,4 +1,3 @@
-import MailComposer from 'nodemailer/lib/mail-composer';
 import type { MailComposerAttachment } from 'nodemailer/lib/mail-composer';
 import { newId } from '../ids.ts';
 
@@ -40,6 +39,8 @@ export function newMessageId(domain: string): string {
 export async function composeMessage(input: ComposeInput): Promise<Composed> {
   const messageId = newMessageId(input.messageIdDomain);
   const attachments: MailComposerAttachment[] = (input.attachments ?? []).map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content }));
+  // Loaded on first use, as the SMTP client is (remote-delivery.ts): many servers never send.
+  const { default: MailComposer } = await import('nodemailer/lib/mail-composer');
   const composer = new MailComposer({
     from: input.from.name ? { name: input.from.name, address: input.from.address } : input.from.address,
     to: input.to,

@@ -1,5 +1,4 @@
 import { isIP } from 'node:net';
-import nodemailer from 'nodemailer';
 import type { DnsResolver } from '../inbound/authenticate.ts';
 import { classifyAddress } from '../net/ip-policy.ts';
 import type { DkimKey } from './dkim.ts';
@@ -130,6 +129,8 @@ async function addressesOf(resolver: DnsResolver, name: string): Promise<string[
 
 /** One SMTP transaction with one hop. The reply is kept whatever it says. */
 async function attempt(opts: RemoteOptions, m: RemoteMessage, hop: Hop): Promise<Outcome> {
+  // nodemailer is loaded on first use (about 3 MB of heap): many servers never send.
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport({
     host: hop.host,
     port: hop.port,

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import https from 'node:https';
-import acme from 'acme-client';
+import type acmeClient from 'acme-client';
 import type { AppDeps } from '../../context.ts';
 import { iso } from '../../time.ts';
 import { openPassword, sealPassword } from '../secrets.ts';
@@ -10,19 +10,24 @@ import { sitesChanged } from '../changes.ts';
 // (acme-client), proved with HTTP-01: the challenge answer is written to the domain's row, where
 // every node's sites server finds it (server/custom-host.ts). Private keys (the ACME account's and
 // each certificate's) are stored sealed with the service secret (AES-256-GCM), never in the clear.
+// acme-client (with axios and node-forge, about 8 MB of heap) is loaded on first use: only servers
+// with CUBBY_ACME_DIRECTORY and a verified custom domain need it.
+
+type Acme = typeof acmeClient;
+const loadAcme = async (): Promise<Acme> => (await import('acme-client')).default;
 
 /** Certificates are renewed once they have fewer days left than this. */
 export const RENEW_BEFORE_MS = 30 * 86_400_000;
 let trustedCaFile: string | undefined;
 
-function trustCa(caFile: string | undefined): void {
+function trustCa(acme: Acme, caFile: string | undefined): void {
   // acme-client talks through its own axios instance; a private directory's CA is trusted there only.
   if (!caFile || trustedCaFile === caFile) return;
   acme.axios.defaults.httpsAgent = new https.Agent({ ca: fs.readFileSync(caFile) });
   trustedCaFile = caFile;
 }
 
-async function clientFor(deps: AppDeps, directoryUrl: string): Promise<{ client: acme.Client; known: boolean }> {
+async function clientFor(acme: Acme, deps: AppDeps, directoryUrl: string): Promise<{ client: acmeClient.Client; known: boolean }> {
   const row = await deps.db.selectFrom('site_acme_accounts').selectAll().where('directory_url', '=', directoryUrl).executeTakeFirst();
   if (row) return { client: new acme.Client({ directoryUrl, accountKey: openPassword(deps.secret, row.key_sealed), accountUrl: row.account_url ?? undefined }), known: row.account_url !== null };
   const key = (await acme.crypto.createPrivateEcdsaKey()).toString();
@@ -32,7 +37,7 @@ async function clientFor(deps: AppDeps, directoryUrl: string): Promise<{ client:
     .onConflict((oc) => oc.column('directory_url').doNothing())
     .execute();
   // Another node may have created it first: use whichever key was stored.
-  return clientFor(deps, directoryUrl);
+  return clientFor(acme, deps, directoryUrl);
 }
 
 /** Obtains (or renews) the certificate of a verified domain. Errors are recorded, then rethrown for the job's retry. */
@@ -45,8 +50,9 @@ export async function issueCertificate(deps: AppDeps, domainId: string): Promise
   const set = (patch: Record<string, unknown>) => deps.db.updateTable('site_domains').set({ ...patch, updated_at: iso(deps.now()) }).where('id', '=', d.id).execute();
   await set({ cert_status: d.cert_status === 'issued' ? 'issued' : 'pending', cert_attempted_at: iso(deps.now()) });
   try {
-    trustCa(cfg.caFile);
-    const { client, known } = await clientFor(deps, cfg.directoryUrl);
+    const acme = await loadAcme();
+    trustCa(acme, cfg.caFile);
+    const { client, known } = await clientFor(acme, deps, cfg.directoryUrl);
     const [key, csr] = await acme.crypto.createCsr({ commonName: d.hostname, altNames: [d.hostname] }, await acme.crypto.createPrivateEcdsaKey());
     const cert = await client.auto({
       csr,
