@@ -110,10 +110,6 @@ function unfinished(mta: string, spfDomain: string | null, identity: 'mailfrom' 
  * whatever is still running is abandoned and reported as temperror.
  */
 export async function authenticateMessage(input: AuthInput): Promise<AuthSummary> {
-  // Loaded on first use, before the clock starts: mailauth (with undici, joi and tldts, about 11 MB
-  // of heap) runs on the analysis thread; the event loop, which imports this module for its
-  // helpers, needs it only when it analyzes a message itself.
-  const { authenticate } = await import('mailauth');
   const mta = hostOrNull(input?.mta) ?? 'localhost';
   const sender = cleanSender(input?.mailFrom ?? null);
   const identity = sender ? 'mailfrom' : 'helo';
@@ -124,6 +120,11 @@ export async function authenticateMessage(input: AuthInput): Promise<AuthSummary
   let stopped = false;
   const timers: NodeJS.Timeout[] = [];
   try {
+    // Loaded on first use, before the clock starts (and inside the try: a failed load is a
+    // temperror like any other, not a thrown error). mailauth, with undici, joi and tldts, is about
+    // 11 MB of heap; it runs on the analysis thread, and the event loop, which imports this module
+    // for its helpers, needs it only when it analyzes a message itself.
+    const { authenticate } = await import('mailauth');
     const limits = limitsOf(input.limits);
     const raw = Buffer.isBuffer(input.raw) ? input.raw : Buffer.from(input.raw ?? '');
     const dns = guardResolver(input.resolver, limits.maxLookups);

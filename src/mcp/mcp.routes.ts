@@ -40,15 +40,14 @@ function refuseForeignHost(deps: AppDeps, req: FastifyRequest, reply: FastifyRep
 
 export async function registerMcp(app: FastifyInstance, deps: AppDeps): Promise<void> {
   let loaded: Promise<McpNodeHandler> | null = null;
-  // A failed load is not kept: the next request tries again.
+  // A load or start that failed is not kept: the request answers 500 and the next one tries again.
   const handler = () =>
-    (loaded ??= import('./mcp-handler.ts').then(
-      (m) => m.createMcpNodeHandler(app.log),
-      (err) => {
+    (loaded ??= import('./mcp-handler.ts')
+      .then((m) => m.createMcpNodeHandler(app.log))
+      .catch((err) => {
         loaded = null;
         throw err;
-      },
-    ));
+      }));
   const limiter = new KeyRateLimiter(deps.now);
   app.addHook('onClose', async () => {
     const mcp = loaded && (await loaded.catch(() => null));
