@@ -1,5 +1,4 @@
 // Types of bin/compiled.js (plain JavaScript: bin/cubby.js loads it before any TypeScript can run).
-export function cacheDir(env?: NodeJS.ProcessEnv, root?: string): string;
 export function rewriteSpecifiers(code: string): string;
 export function compiledTree(env?: NodeJS.ProcessEnv, root?: string, opts?: { onFallback?: (err: Error) => void }): Promise<string | null>;
 export function keepFresh(tree: string): void;

@@ -24,7 +24,7 @@ const KEEP_MS = 24 * 3600_000;
 const TREE_NAME = /^[0-9a-f]{20}(\.partial-\d+-[0-9a-f]{8})?$/;
 
 /** The cache folder: CUBBY_BUILD_DIR, else node_modules/.cache/cubby (npm ci starts it afresh). */
-export function cacheDir(env = process.env, root = ROOT) {
+function cacheDir(env = process.env, root = ROOT) {
   return env.CUBBY_BUILD_DIR ? path.resolve(env.CUBBY_BUILD_DIR) : path.join(root, 'node_modules', '.cache', 'cubby');
 }
 
@@ -120,12 +120,7 @@ export async function compiledTree(env = process.env, root = ROOT, opts = {}) {
     const stamp = stampOf(root, files, esbuild.version);
     const tree = path.join(dir, stamp);
     if (fs.existsSync(path.join(tree, 'package.json'))) {
-      try {
-        const now = new Date();
-        fs.utimesSync(tree, now, now); // in use: pruning keeps it
-      } catch {
-        // built by another user (an image, an install step): reading it is enough
-      }
+      markUsed(tree);
       return tree;
     }
     fs.mkdirSync(dir, { recursive: true });
@@ -156,13 +151,15 @@ export async function compiledTree(env = process.env, root = ROOT, opts = {}) {
  * lose it to a build after a `git pull`, and could not start a thread from it afterwards).
  */
 export function keepFresh(tree) {
-  const touch = () => {
-    try {
-      const now = new Date();
-      fs.utimesSync(tree, now, now);
-    } catch {
-      // not ours to touch (built by another user): then not ours to prune either
-    }
-  };
-  setInterval(touch, 3600_000).unref();
+  setInterval(() => markUsed(tree), 3600_000).unref();
+}
+
+/** Marks `tree` as in use now: pruning keeps trees used within a day. */
+function markUsed(tree) {
+  try {
+    const now = new Date();
+    fs.utimesSync(tree, now, now);
+  } catch {
+    // built by another user (an image, an install step): not ours to touch, nor to prune
+  }
 }

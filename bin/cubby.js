@@ -8,9 +8,9 @@ import { pathToFileURL } from 'node:url';
 // their directories on libuv's pool); the default pool of 4 threads queues them behind each other
 // while the disk could take more. Read once, when the pool starts: set before any file I/O, and
 // left alone when the operator set it.
-if (process.argv[2] === 'serve' && !process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
-const { compiledTree, keepFresh } = await import('./compiled.js');
 const serving = process.argv[2] === 'serve';
+if (serving && !process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
+const { compiledTree, keepFresh } = await import('./compiled.js');
 // A server says why it runs from the sources (it then needs more memory); a command stays quiet.
 const onFallback = (err) => serving && console.error(`cubby: running the TypeScript sources through tsx: the compiled tree could not be built (${err.message})`);
 const tree = await compiledTree(process.env, undefined, { onFallback });

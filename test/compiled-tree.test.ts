@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rewriteSpecifiers } from '../bin/compiled.js';
-import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from './serve-process.ts';
+import { adminUserAndKey, childEnv, serveEnv, startServe, type ServeProcess } from './serve-process.ts';
 import { sendMail } from './smtp-helpers.ts';
 import type { TestApp } from './harness.ts';
 
@@ -34,9 +34,8 @@ async function buildIn(env: Record<string, string>, root?: string): Promise<{ tr
     'console.log(JSON.stringify(tree));',
     'console.log(JSON.stringify(children));',
   ].join('\n');
-  const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { env: { ...childEnv, ...env }, cwd: os.tmpdir(), timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { env: childEnv(env), cwd: os.tmpdir(), timeout: 60_000 });
     const [tree, left] = stdout.trim().split('\n').map((line) => JSON.parse(line));
     return { tree, code: 0, stderr, children: left };
   } catch (err) {
@@ -167,8 +166,7 @@ describe('the compiled tree', () => {
     expect(insisted.stderr).toMatch(/ENOTDIR/);
     expect(await buildIn({ CUBBY_BUILD_DIR: path.join(dir, 'cache'), CUBBY_RUNTIME: 'tsx' })).toMatchObject({ tree: null, code: 0 });
     // The program still runs, from its sources.
-    const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
-    const version = await run(process.execPath, [path.join(ROOT, 'bin/cubby.js'), '--version'], { env: { ...childEnv, CUBBY_BUILD_DIR: unwritable } });
+    const version = await run(process.execPath, [path.join(ROOT, 'bin/cubby.js'), '--version'], { env: childEnv({ CUBBY_BUILD_DIR: unwritable }) });
     expect(version.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
     expect(version.stderr).toBe('');
     // A server says why it runs from the sources.

@@ -47,7 +47,7 @@ export function serveEnv(dataDir: string, extra: Record<string, string> = {}): R
 }
 
 /** process.env without CUBBY_* (the test runner's own settings must not leak into the server). */
-function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('CUBBY_')));
   return { ...base, ...env };
 }
