@@ -83,7 +83,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       logger = createLogger({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
       const metrics = new Metrics();
       const secret = resolveSecretKey(config);
-      database = await openDatabase(config.databaseUrl, config.databaseSchema, { beforeDurable: options.beforeDurable });
+      database = await openDatabase(config.databaseUrl, config.databaseSchema, { beforeDurable: options.beforeDurable, preparedStatements: config.databasePreparedStatements });
       await migrate(database);
       metrics.sources.db = database.db;
       metrics.sources.pool = database.poolStats;

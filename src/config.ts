@@ -25,6 +25,7 @@ const envSchema = withBlobEnvChecks(z.object({
     })
     .optional(),
   CUBBY_DATABASE_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a plain lower-case identifier').optional(),
+  CUBBY_DATABASE_PREPARED_STATEMENTS: z.enum(['true', 'false']).default('true'),
   CUBBY_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   CUBBY_HTTP_PORT: port.default(8080),
   CUBBY_SMTP_PORT: port.default(2525),
@@ -178,6 +179,8 @@ export interface Config {
   readonly dataDir: string;
   readonly databaseUrl: string;
   readonly databaseSchema: string | undefined;
+  /** Postgres: run frequent statements as named prepared statements (src/db/pg-prepared.ts). */
+  readonly databasePreparedStatements: boolean;
   readonly httpHost: string;
   readonly httpPort: number;
   readonly smtpPort: number;
@@ -243,6 +246,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir,
     databaseUrl: e.CUBBY_DATABASE_URL ?? `sqlite:${path.join(dataDir, 'cubby.db')}`,
     databaseSchema: e.CUBBY_DATABASE_SCHEMA,
+    databasePreparedStatements: e.CUBBY_DATABASE_PREPARED_STATEMENTS === 'true',
     httpHost: e.CUBBY_HTTP_HOST,
     httpPort: e.CUBBY_HTTP_PORT,
     smtpPort: e.CUBBY_SMTP_PORT,

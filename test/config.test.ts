@@ -81,6 +81,12 @@ describe('loadConfig', () => {
     });
   });
 
+  it('prepared statements on Postgres are on unless turned off, and only true or false is taken', () => {
+    expect(loadConfig({}).databasePreparedStatements).toBe(true);
+    expect(loadConfig({ CUBBY_DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements).toBe(false);
+    expect(problemsOf({ CUBBY_DATABASE_PREPARED_STATEMENTS: 'off' }).join('\n')).toMatch(/CUBBY_DATABASE_PREPARED_STATEMENTS/);
+  });
+
   it('port 0 is allowed (pick a free port)', () => {
     expect(loadConfig({ CUBBY_HTTP_PORT: '0', CUBBY_SMTP_PORT: '0', CUBBY_SITES_PORT: '0' })).toMatchObject({ httpPort: 0, smtpPort: 0, sitesPort: 0 });
   });

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { DB } from './schema.ts';
 import { withStatementCache } from './sqlite-statements.ts';
+import { HotStatements, usePreparedStatements } from './pg-prepared.ts';
 import { createRequire } from 'node:module';
 import { startCheckpointer } from './checkpointer.ts';
 import { postgresCommits, sqliteCommits, type DurableCommits, type DurableOptions } from './durable-commit.ts';
@@ -69,7 +70,12 @@ const MIGRATIONS: Record<string, Migration> = {
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 
-export async function openDatabase(url: string, schema?: string, durable: DurableOptions = {}): Promise<Database> {
+export interface OpenOptions extends DurableOptions {
+  /** Postgres: frequent statements as named prepared statements (src/db/pg-prepared.ts); default on. */
+  preparedStatements?: boolean;
+}
+
+export async function openDatabase(url: string, schema?: string, durable: OpenOptions = {}): Promise<Database> {
   if (isPostgresUrl(url)) return openPostgres(url, schema, durable);
   return openSqlite(sqlitePath(url), durable);
 }
@@ -181,7 +187,7 @@ function makePrivate(file: string): void {
   }
 }
 
-async function openPostgres(url: string, schema: string | undefined, durable: DurableOptions): Promise<Database> {
+async function openPostgres(url: string, schema: string | undefined, durable: OpenOptions): Promise<Database> {
   if (schema) {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -196,6 +202,7 @@ async function openPostgres(url: string, schema: string | undefined, durable: Du
     max: 10,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
+  if (durable.preparedStatements !== false) usePreparedStatements(pool, new HotStatements());
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,

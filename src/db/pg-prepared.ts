@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+
+/**
+ * Named prepared statements for the statements Cubby runs again and again on Postgres.
+ *
+ * Why: node-postgres sends every query unnamed, so Postgres parses and plans it each time. Under
+ * a stream of mail the same few dozen texts run thousands of times (the RCPT lookup, the usage
+ * read, the group commit's inserts), and for small statements parsing and planning cost Postgres
+ * more than running them, on the same cores as Cubby. A text seen `after` times gets a name derived
+ * from it; each pooled connection then prepares it once and afterwards only binds and executes it.
+ *
+ * Bounded: at most `maxStatements` names per process (texts past that stay unnamed; so do texts
+ * longer than `maxTextChars`, such as multi-row inserts of many rows), and the count of texts not
+ * yet hot is forgotten when it grows past `maxCounted`. A text whose prepared plan Postgres refuses
+ * after a schema change by another node ("cached plan must not change result type") is never named
+ * again in this process; the statement that met the error fails once, as any statement may.
+ *
+ * Off with CUBBY_DATABASE_PREPARED_STATEMENTS=false, e.g. behind a pooler in transaction mode that
+ * cannot keep a connection's prepared statements (PgBouncer before 1.21).
+ */
+export interface PreparedStatementLimits {
+  after: number;
+  maxStatements: number;
+  maxTextChars: number;
+  maxCounted: number;
+}
+
+export const DEFAULT_PREPARED_LIMITS: Readonly<PreparedStatementLimits> = Object.freeze({ after: 5, maxStatements: 500, maxTextChars: 8_000, maxCounted: 5_000 });
+
+export class HotStatements {
+  private readonly counts = new Map<string, number>();
+  private readonly names = new Map<string, string>();
+  private readonly refused = new Set<string>();
+
+  constructor(private readonly limits: PreparedStatementLimits = DEFAULT_PREPARED_LIMITS) {}
+
+  /** The name to run `text` under, or undefined to run it unnamed. */
+  nameFor(text: string): string | undefined {
+    const name = this.names.get(text);
+    if (name !== undefined) return name;
+    if (text.length > this.limits.maxTextChars || this.names.size >= this.limits.maxStatements || this.refused.has(text)) return undefined;
+    const n = (this.counts.get(text) ?? 0) + 1;
+    if (n < this.limits.after) {
+      if (this.counts.size >= this.limits.maxCounted) this.counts.clear();
+      this.counts.set(text, n);
+      return undefined;
+    }
+    this.counts.delete(text);
+    const named = `cubby_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+    this.names.set(text, named);
+    return named;
+  }
+
+  /** Never names `text` again (its prepared plan was refused). */
+  refuse(text: string): void {
+    this.names.delete(text);
+    this.refused.add(text);
+  }
+
+  get size(): number {
+    return this.names.size;
+  }
+}
+
+/** Postgres's answer when a prepared statement's result columns changed under it (SQLSTATE 0A000). */
+function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '0A000' && /cached plan must not change result type/i.test(String(e.message));
+}
+
+/**
+ * Makes each new pooled connection run hot texts as named statements. Kysely calls
+ * `client.query(text, values)`; other shapes (cursors, config objects, callbacks) pass unchanged.
+ */
+export function usePreparedStatements(pool: pg.Pool, hot: HotStatements): void {
+  pool.on('connect', (client) => {
+    const query = client.query as (...a: unknown[]) => unknown;
+    client.query = function (this: pg.PoolClient, ...args: unknown[]) {
+      const [text, values] = args;
+      // Only statements with parameters: node-postgres sends those through the extended protocol
+      // anyway, while a text without any may hold several statements, which a prepared statement
+      // cannot.
+      if (args.length === 2 && typeof text === 'string' && Array.isArray(values) && values.length > 0) {
+        const name = hot.nameFor(text);
+        if (name !== undefined) {
+          return (query.call(this, { name, text, values }) as Promise<unknown>).catch((err: unknown) => {
+            if (isStalePlan(err)) hot.refuse(text);
+            throw err;
+          });
+        }
+      }
+      return query.apply(this, args);
+    } as typeof client.query;
+  });
+}
