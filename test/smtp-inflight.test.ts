@@ -70,6 +70,50 @@ describeEachDatabase(
 );
 
 describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
+  const GiB = 1024 ** 3;
+  const usageOf = async (scope: string) =>
+    app().started.deps.db.selectFrom('received_usage').select(['count', 'bytes']).where('scope_id', '=', scope).where('period', '=', new Date().toISOString().slice(0, 7)).executeTakeFirstOrThrow();
+
+  it('refuses at the end of DATA a message whose size, declared nowhere, passes the byte allowance (552 5.2.2), and stores nothing', async () => {
+    const user = await app().user(); // free plan: 2 GiB a month
+    const box = await mailboxWithAddress(app(), user);
+    const period = new Date().toISOString().slice(0, 7);
+    await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 10, bytes: 2 * GiB - 1_000 }).execute();
+    const c = await connect(app());
+    try {
+      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+      expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+      expect(await c.send('DATA')).toMatch(/^354 /);
+      expect(await c.send(body(5_000, 'too big now') + '.')).toMatch(/^552 5\.2\.2 /);
+    } finally {
+      c.close();
+    }
+    expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute()).toHaveLength(0);
+    expect(await usageOf(user.accountId)).toEqual({ count: 10, bytes: 2 * GiB - 1_000 });
+  });
+
+  it('refuses a message whose group used its byte allowance between RCPT and the end of DATA (the commit checks the totals it writes)', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const period = new Date().toISOString().slice(0, 7);
+    await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 10, bytes: 2 * GiB - 100_000 }).execute();
+    const c = await connect(app());
+    try {
+      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+      expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+      expect(await c.send('DATA')).toMatch(/^354 /);
+      // Mail to the group's other mailboxes used the rest meanwhile.
+      await app().started.deps.db.updateTable('received_usage').set({ count: 11, bytes: 2 * GiB - 1_000 }).where('scope_id', '=', user.accountId).where('period', '=', period).execute();
+      expect(await c.send(body(5_000, 'over after RCPT') + '.')).toMatch(/^552 5\.2\.2 /);
+    } finally {
+      c.close();
+    }
+    expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute()).toHaveLength(0);
+    expect(await usageOf(user.accountId)).toEqual({ count: 11, bytes: 2 * GiB - 1_000 });
+  });
+
   it('stores no more messages than the monthly count allows when several pass RCPT before any is stored (the rest get 452)', async () => {
     const user = await app().user(); // free plan: 2,000 a month
     const box = await mailboxWithAddress(app(), user);

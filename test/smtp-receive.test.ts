@@ -133,6 +133,23 @@ describeEachDatabase('inbound SMTP', (app) => {
     expect(big[3]).toMatch(/^552 5\.3\.4 /);
   });
 
+  it("counts a client account's mail against its parent's monthly allowance at RCPT (the billing group)", async () => {
+    const parent = await app().user();
+    const client = await app().user();
+    const box = await mailboxWithAddress(app(), client);
+    const db = app().started.deps.db;
+    await db.updateTable('accounts').set({ parent_account_id: parent.accountId }).where('id', '=', client.accountId).execute();
+    const period = new Date().toISOString().slice(0, 7);
+    await db.insertInto('received_usage').values({ scope_id: parent.accountId, period, count: 2_000, bytes: 0 }).execute();
+    const r = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${box.address}>`, 'QUIT']);
+    expect(r[3]).toMatch(/^452 4\.2\.2 /);
+    // The client account's own row is not the group's: it does not count.
+    await db.updateTable('accounts').set({ parent_account_id: null }).where('id', '=', client.accountId).execute();
+    await db.insertInto('received_usage').values({ scope_id: box.id, period, count: 2_000, bytes: 0 }).execute();
+    const again = await smtpDialogue(app(), ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${box.address}>`, 'QUIT']);
+    expect(again[3]).toMatch(/^250 /);
+  });
+
   it('stores one message to several mailboxes once per mailbox (primary address twice counts once)', async () => {
     const user = await app().user();
     const a = await mailboxWithAddress(app(), user);

@@ -6,7 +6,7 @@ import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { AppError } from '../errors.ts';
 import { compiledQuery } from '../db/compiled-query.ts';
-import { receivedUsage } from './usage.ts';
+import { usagePeriod } from './usage.ts';
 import { senderAllowed } from './allowlist.ts';
 import { customDomainBlock, isVerifiedCustomDomain } from '../domains/domains.repo.ts';
 import { aliasActive } from '../addresses/addresses.repo.ts';
@@ -21,6 +21,13 @@ export interface Recipient {
   limits: PlanLimits;
   /** Largest message this mailbox accepts. */
   maxMessageBytes: number;
+  /** The billing group's received usage this month as read at RCPT (for the end-of-DATA check). */
+  usedAtRcpt: ReceivedUsage;
+}
+
+export interface ReceivedUsage {
+  count: number;
+  bytes: number;
 }
 
 /** The cap when a plan sets none: the SMTP server's own size limit. */
@@ -28,20 +35,28 @@ export const SERVER_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 const ADDRESS = /^[^\s@<>()\[\],;:"\\]{1,64}@[a-z0-9.-]{1,253}$/;
 
-/** The RCPT lookup: the address's mailbox and account (built once, src/db/compiled-query.ts). */
+/**
+ * The RCPT lookup: the address's mailbox and account, and the account's billing group's received
+ * usage this month (one query per RCPT; built once, src/db/compiled-query.ts).
+ */
 const RECIPIENT_LOOKUP = compiledQuery(
-  (db, address: string) =>
+  (db, address: string, period: string) =>
     db
       .selectFrom('email_addresses')
       .innerJoin('mailboxes', 'mailboxes.id', 'email_addresses.mailbox_id')
       .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+      // The group is the parent account, else the account itself (billingGroupId).
+      .leftJoin('received_usage', (join) =>
+        join.on((eb) => eb.and([eb('received_usage.scope_id', '=', eb.fn.coalesce('accounts.parent_account_id', 'accounts.id')), eb('received_usage.period', '=', period)])),
+      )
       .select([
         'email_addresses.role', 'email_addresses.id as address_id', 'email_addresses.domain as address_domain', 'mailboxes.id as mailbox_id', 'mailboxes.archived_at', 'mailboxes.deleted_at', 'mailboxes.receiving_enabled',
         'mailboxes.receiving_blocked_reason', 'mailboxes.allowlist_enabled', 'mailboxes.allowlist_entries',
         'accounts.id as account_id', 'accounts.parent_account_id', 'accounts.plan', 'accounts.status', 'accounts.suspended_at',
+        'received_usage.count as used_count', 'received_usage.bytes as used_bytes',
       ])
       .where('email_addresses.address', '=', address),
-  1,
+  2,
 );
 
 /**
@@ -53,7 +68,7 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   const address = rcpt.trim().toLowerCase();
   if (!ADDRESS.test(address)) throw new AppError('RECIPIENT_UNKNOWN', `${rcpt.slice(0, 100)}: not a valid mailbox address`);
   const domain = address.slice(address.lastIndexOf('@') + 1);
-  const row = await RECIPIENT_LOOKUP.executeTakeFirst(deps.db, address);
+  const row = await RECIPIENT_LOOKUP.executeTakeFirst(deps.db, address, usagePeriod(deps.now()));
   if (!row) {
     if (!(await isOurDomain(deps, domain))) throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
     throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
@@ -85,8 +100,9 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   const groupId = billingGroupId({ id: row.account_id, parent_account_id: row.parent_account_id });
   const maxMessageBytes = Math.min(limits.max_received_email_message_bytes ?? SERVER_MAX_MESSAGE_BYTES, SERVER_MAX_MESSAGE_BYTES);
   if (declaredSize !== null && declaredSize > maxMessageBytes) throw new AppError('MESSAGE_TOO_LARGE', `${address}: message size ${declaredSize} exceeds the limit of ${maxMessageBytes} bytes`);
-  await assertAllowance(deps, groupId, limits, declaredSize ?? 0, address);
-  return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes };
+  const usedAtRcpt = { count: Number(row.used_count ?? 0), bytes: Number(row.used_bytes ?? 0) };
+  checkAllowance(limits, usedAtRcpt, declaredSize ?? 0, address);
+  return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes, usedAtRcpt };
 }
 
 /** Addresses (`where`) still routed to a live mailbox that receives mail. */
@@ -119,9 +135,13 @@ export async function stillRouted(deps: AppDeps, recipients: Recipient[]): Promi
   return recipients.filter((r) => live.has(`${r.mailboxId} ${r.address}`));
 }
 
-/** The monthly received-mail allowances of the billing group (shared by its mailboxes). */
-export async function assertAllowance(deps: AppDeps, groupId: string, limits: PlanLimits, incomingBytes: number, address: string): Promise<void> {
-  const used = await receivedUsage(deps.db, groupId, deps.now());
+/**
+ * The monthly received-mail allowances of the billing group (shared by its mailboxes), against its
+ * usage as read at RCPT plus this message. An early answer only: messages of the group received
+ * meanwhile are not in `used`, and the group commit checks the exact totals it writes
+ * (src/inbound/store.ts, assertWithinAllowance), refusing with the same replies.
+ */
+export function checkAllowance(limits: PlanLimits, used: ReceivedUsage, incomingBytes: number, address: string): void {
   const maxCount = limits.max_received_emails_per_month;
   if (maxCount !== null && used.count >= maxCount) throw new AppError('RECEIVED_EMAIL_LIMIT_REACHED', `${address}: monthly received-email allowance used up`, { limit: 'max_received_emails_per_month', max: maxCount });
   const maxBytes = limits.max_received_email_bytes_per_month;
