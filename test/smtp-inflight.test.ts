@@ -114,6 +114,32 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
     expect(await usageOf(user.accountId)).toEqual({ count: 11, bytes: 2 * GiB - 1_000 });
   });
 
+  it('a message to two billing groups loses only the recipient whose group used its allowance between RCPT and the end of DATA', async () => {
+    const full = await app().user();
+    const fine = await app().user();
+    const a = await mailboxWithAddress(app(), full);
+    const b = await mailboxWithAddress(app(), fine);
+    const period = new Date().toISOString().slice(0, 7);
+    await app().started.deps.db.insertInto('received_usage').values({ scope_id: full.accountId, period, count: 10, bytes: 2 * GiB - 100_000 }).execute();
+    const c = await connect(app());
+    let reply = '';
+    try {
+      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+      expect(await c.send(`RCPT TO:<${a.address}>`)).toMatch(/^250 /);
+      expect(await c.send(`RCPT TO:<${b.address}>`)).toMatch(/^250 /);
+      expect(await c.send('DATA')).toMatch(/^354 /);
+      await app().started.deps.db.updateTable('received_usage').set({ count: 11, bytes: 2 * GiB - 1_000 }).where('scope_id', '=', full.accountId).where('period', '=', period).execute();
+      reply = await c.send(body(5_000, 'two groups') + '.');
+    } finally {
+      c.close();
+    }
+    expect(reply).toMatch(/^250 /);
+    expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', a.id).execute()).toHaveLength(0);
+    expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', b.id).execute()).toHaveLength(1);
+    expect(await usageOf(full.accountId)).toEqual({ count: 11, bytes: 2 * GiB - 1_000 });
+  });
+
   it('stores no more messages than the monthly count allows when several pass RCPT before any is stored (the rest get 452)', async () => {
     const user = await app().user(); // free plan: 2,000 a month
     const box = await mailboxWithAddress(app(), user);

@@ -24,7 +24,7 @@ async function withDeps<T>(config: () => Config, fn: (deps: AppDeps) => Promise<
     process.exitCode = 1;
     return;
   }
-  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
+  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema, { preparedStatements: cfg.databasePreparedStatements });
   const now = () => new Date();
   try {
     await migrate(database);

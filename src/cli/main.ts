@@ -59,7 +59,7 @@ async function databaseExists(cfg: ReturnType<typeof config>): Promise<boolean> 
 async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>, opts: { initialise?: boolean } = {}) {
   const cfg = config();
   if (!opts.initialise && !(await databaseExists(cfg))) return;
-  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
+  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema, { preparedStatements: cfg.databasePreparedStatements });
   try {
     await migrate(database);
     print(await fn(database.db));
@@ -254,7 +254,7 @@ admin
   .action(async (o) => {
     const cfg = config();
     if (!(await databaseExists(cfg))) return;
-    const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema);
+    const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema, { preparedStatements: cfg.databasePreparedStatements });
     try {
       await migrate(database);
       const { reindex } = await import('../search/reindex.ts');

@@ -15,9 +15,12 @@ import type pg from 'pg';
  * yet hot is forgotten when it grows past `maxCounted`. A text whose prepared plan Postgres refuses
  * after a schema change by another node ("cached plan must not change result type") is never named
  * again in this process; the statement that met the error fails once, as any statement may.
+ * Postgres's default plan_cache_mode (auto) keeps planning with the values (custom plans) where a
+ * generic plan would cost more, e.g. a `like` prefix that needs the value to use an index.
  *
  * Off with CUBBY_DATABASE_PREPARED_STATEMENTS=false, e.g. behind a pooler in transaction mode that
- * cannot keep a connection's prepared statements (PgBouncer before 1.21).
+ * does not keep a connection's prepared statements (PgBouncer before 1.21, or later ones with
+ * max_prepared_statements = 0).
  */
 export interface PreparedStatementLimits {
   after: number;
@@ -26,7 +29,8 @@ export interface PreparedStatementLimits {
   maxCounted: number;
 }
 
-export const DEFAULT_PREPARED_LIMITS: Readonly<PreparedStatementLimits> = Object.freeze({ after: 5, maxStatements: 500, maxTextChars: 8_000, maxCounted: 5_000 });
+// Counted texts are kept whole (up to 8,000 characters each): 1,000 of them stay under 8 MB.
+export const DEFAULT_PREPARED_LIMITS: Readonly<PreparedStatementLimits> = Object.freeze({ after: 5, maxStatements: 500, maxTextChars: 8_000, maxCounted: 1_000 });
 
 export class HotStatements {
   private readonly counts = new Map<string, number>();
@@ -63,10 +67,16 @@ export class HotStatements {
   }
 }
 
-/** Postgres's answer when a prepared statement's result columns changed under it (SQLSTATE 0A000). */
-function isStalePlan(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '0A000' && /cached plan must not change result type/i.test(String(e.message));
+/**
+ * Postgres's answers that a connection's prepared statement cannot be used: its result columns
+ * changed under it (0A000 from RevalidateCachedQuery; the routine is checked, not the message, which
+ * is translated under another lc_messages), or it is missing on the server (26000: node-postgres
+ * counts a name as prepared once it sent it, even when the first use failed before running).
+ */
+function isUnusablePrepared(err: unknown): boolean {
+  const e = err as { code?: string; routine?: string; message?: string };
+  if (e?.code === '26000') return true;
+  return e?.code === '0A000' && (e.routine === 'RevalidateCachedQuery' || /cached plan must not change result type/i.test(String(e.message)));
 }
 
 /**
@@ -85,7 +95,7 @@ export function usePreparedStatements(pool: pg.Pool, hot: HotStatements): void {
         const name = hot.nameFor(text);
         if (name !== undefined) {
           return (query.call(this, { name, text, values }) as Promise<unknown>).catch((err: unknown) => {
-            if (isStalePlan(err)) hot.refuse(text);
+            if (isUnusablePrepared(err)) hot.refuse(text);
             throw err;
           });
         }

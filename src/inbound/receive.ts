@@ -4,7 +4,7 @@ import type { DnsResolver, AuthSummary } from './authenticate.ts';
 import { AnalyzePool } from './analyze-pool.ts';
 import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
-import { checkAllowance, stillRouted } from './recipients.ts';
+import { checkAllowance, stillRouted, usageAtEndOfData } from './recipients.ts';
 import { commitDeliveries, type InboundDelivery } from './store.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
@@ -105,13 +105,15 @@ export class InboundPipeline {
     await Promise.race([allIn, putting]).catch(failed);
     report.size = size;
     const receivedAt = deps.now();
-    // Recipients over the monthly byte allowance now that the size is known (against the usage read
-    // at RCPT; the commit checks the exact totals); if all are, refuse.
+    // Recipients over the monthly byte allowance now that the size is known (the commit checks the
+    // exact totals); if all are, refuse.
     const accepted: Recipient[] = [];
     let lastRefusal: unknown = null;
-    for (const r of dedupeByMailbox(await stillRouted(deps, msg.recipients))) {
+    const routed = dedupeByMailbox(await stillRouted(deps, msg.recipients));
+    const oneGroup = new Set(routed.map((r) => r.groupId)).size <= 1;
+    for (const r of routed) {
       try {
-        checkAllowance(r.limits, r.usedAtRcpt, size, r.address);
+        checkAllowance(r.limits, await usageAtEndOfData(deps, r, oneGroup, receivedAt), size, r.address);
         accepted.push(r);
       } catch (err) {
         lastRefusal = err;

@@ -6,7 +6,7 @@ import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { AppError } from '../errors.ts';
 import { compiledQuery } from '../db/compiled-query.ts';
-import { usagePeriod } from './usage.ts';
+import { receivedUsage, usagePeriod } from './usage.ts';
 import { senderAllowed } from './allowlist.ts';
 import { customDomainBlock, isVerifiedCustomDomain } from '../domains/domains.repo.ts';
 import { aliasActive } from '../addresses/addresses.repo.ts';
@@ -28,6 +28,8 @@ export interface Recipient {
 export interface ReceivedUsage {
   count: number;
   bytes: number;
+  /** The month read (usagePeriod). */
+  period: string;
 }
 
 /** The cap when a plan sets none: the SMTP server's own size limit. */
@@ -68,7 +70,8 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   const address = rcpt.trim().toLowerCase();
   if (!ADDRESS.test(address)) throw new AppError('RECIPIENT_UNKNOWN', `${rcpt.slice(0, 100)}: not a valid mailbox address`);
   const domain = address.slice(address.lastIndexOf('@') + 1);
-  const row = await RECIPIENT_LOOKUP.executeTakeFirst(deps.db, address, usagePeriod(deps.now()));
+  const period = usagePeriod(deps.now());
+  const row = await RECIPIENT_LOOKUP.executeTakeFirst(deps.db, address, period);
   if (!row) {
     if (!(await isOurDomain(deps, domain))) throw new AppError('RECIPIENT_NOT_LOCAL', `${address}: relay access denied`);
     throw new AppError('RECIPIENT_UNKNOWN', `${address}: no such mailbox`);
@@ -100,7 +103,7 @@ export async function resolveRecipient(deps: AppDeps, rcpt: string, mailFrom: st
   const groupId = billingGroupId({ id: row.account_id, parent_account_id: row.parent_account_id });
   const maxMessageBytes = Math.min(limits.max_received_email_message_bytes ?? SERVER_MAX_MESSAGE_BYTES, SERVER_MAX_MESSAGE_BYTES);
   if (declaredSize !== null && declaredSize > maxMessageBytes) throw new AppError('MESSAGE_TOO_LARGE', `${address}: message size ${declaredSize} exceeds the limit of ${maxMessageBytes} bytes`);
-  const usedAtRcpt = { count: Number(row.used_count ?? 0), bytes: Number(row.used_bytes ?? 0) };
+  const usedAtRcpt = { count: Number(row.used_count ?? 0), bytes: Number(row.used_bytes ?? 0), period };
   checkAllowance(limits, usedAtRcpt, declaredSize ?? 0, address);
   return { address, mailboxId: row.mailbox_id, accountId: row.account_id, groupId, limits, maxMessageBytes, usedAtRcpt };
 }
@@ -146,6 +149,19 @@ export function checkAllowance(limits: PlanLimits, used: ReceivedUsage, incoming
   if (maxCount !== null && used.count >= maxCount) throw new AppError('RECEIVED_EMAIL_LIMIT_REACHED', `${address}: monthly received-email allowance used up`, { limit: 'max_received_emails_per_month', max: maxCount });
   const maxBytes = limits.max_received_email_bytes_per_month;
   if (maxBytes !== null && used.bytes + incomingBytes > maxBytes) throw new AppError('RECEIVED_BYTES_LIMIT_REACHED', `${address}: monthly received-email storage allowance used up`, { limit: 'max_received_email_bytes_per_month', max: maxBytes });
+}
+
+/**
+ * The group's usage to check at the end of DATA. For a message to one billing group, the reading
+ * taken at RCPT while it is still that month: a group that went over meanwhile is refused by the
+ * commit's exact check, and that refuses the message as a whole, as this check would. For
+ * recipients in several groups, or once the month turned since RCPT, it is read again, so that
+ * only the recipients whose group is over lose the message.
+ */
+export async function usageAtEndOfData(deps: AppDeps, r: Recipient, oneGroup: boolean, at: Date): Promise<ReceivedUsage> {
+  const period = usagePeriod(at);
+  if (oneGroup && r.usedAtRcpt.period === period) return r.usedAtRcpt;
+  return { ...(await receivedUsage(deps.db, r.groupId, at)), period };
 }
 
 /** The platform domain, or a custom domain verified now (ready or paused): unknown names there are 5.1.1. */
