@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
-import { migrate, openDatabase, type Database } from './db/database.ts';
+import { migrate, openConfiguredDatabase, type Database } from './db/database.ts';
 import { resolveSecretKey } from './secret.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { DestinationStream } from 'pino';
@@ -83,7 +83,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       logger = createLogger({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
       const metrics = new Metrics();
       const secret = resolveSecretKey(config);
-      database = await openDatabase(config.databaseUrl, config.databaseSchema, { beforeDurable: options.beforeDurable, preparedStatements: config.databasePreparedStatements });
+      database = await openConfiguredDatabase(config, { beforeDurable: options.beforeDurable });
       await migrate(database);
       metrics.sources.db = database.db;
       metrics.sources.pool = database.poolStats;

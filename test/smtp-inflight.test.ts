@@ -73,22 +73,27 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
   const GiB = 1024 ** 3;
   const usageOf = async (scope: string) =>
     app().started.deps.db.selectFrom('received_usage').select(['count', 'bytes']).where('scope_id', '=', scope).where('period', '=', new Date().toISOString().slice(0, 7)).executeTakeFirstOrThrow();
+  /** Opens a session up to DATA's 354 for these recipients, runs `meanwhile`, sends a 5,000-byte body and gives its reply. */
+  async function sendAfter(to: string[], subject: string, meanwhile: () => Promise<unknown> = async () => undefined): Promise<string> {
+    const c = await connect(app());
+    try {
+      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+      for (const address of to) expect(await c.send(`RCPT TO:<${address}>`)).toMatch(/^250 /);
+      expect(await c.send('DATA')).toMatch(/^354 /);
+      await meanwhile();
+      return await c.send(body(5_000, subject) + '.');
+    } finally {
+      c.close();
+    }
+  }
 
   it('refuses at the end of DATA a message whose size, declared nowhere, passes the byte allowance (552 5.2.2), and stores nothing', async () => {
     const user = await app().user(); // free plan: 2 GiB a month
     const box = await mailboxWithAddress(app(), user);
     const period = new Date().toISOString().slice(0, 7);
     await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 10, bytes: 2 * GiB - 1_000 }).execute();
-    const c = await connect(app());
-    try {
-      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-      expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-      expect(await c.send('DATA')).toMatch(/^354 /);
-      expect(await c.send(body(5_000, 'too big now') + '.')).toMatch(/^552 5\.2\.2 /);
-    } finally {
-      c.close();
-    }
+    expect(await sendAfter([box.address], 'too big now')).toMatch(/^552 5\.2\.2 /);
     expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute()).toHaveLength(0);
     expect(await usageOf(user.accountId)).toEqual({ count: 10, bytes: 2 * GiB - 1_000 });
   });
@@ -98,18 +103,9 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
     const box = await mailboxWithAddress(app(), user);
     const period = new Date().toISOString().slice(0, 7);
     await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 10, bytes: 2 * GiB - 100_000 }).execute();
-    const c = await connect(app());
-    try {
-      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-      expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-      expect(await c.send('DATA')).toMatch(/^354 /);
-      // Mail to the group's other mailboxes used the rest meanwhile.
-      await app().started.deps.db.updateTable('received_usage').set({ count: 11, bytes: 2 * GiB - 1_000 }).where('scope_id', '=', user.accountId).where('period', '=', period).execute();
-      expect(await c.send(body(5_000, 'over after RCPT') + '.')).toMatch(/^552 5\.2\.2 /);
-    } finally {
-      c.close();
-    }
+    // Mail to the group's other mailboxes uses the rest meanwhile.
+    const usedUp = () => app().started.deps.db.updateTable('received_usage').set({ count: 11, bytes: 2 * GiB - 1_000 }).where('scope_id', '=', user.accountId).where('period', '=', period).execute();
+    expect(await sendAfter([box.address], 'over after RCPT', usedUp)).toMatch(/^552 5\.2\.2 /);
     expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute()).toHaveLength(0);
     expect(await usageOf(user.accountId)).toEqual({ count: 11, bytes: 2 * GiB - 1_000 });
   });
@@ -121,19 +117,8 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
     const b = await mailboxWithAddress(app(), fine);
     const period = new Date().toISOString().slice(0, 7);
     await app().started.deps.db.insertInto('received_usage').values({ scope_id: full.accountId, period, count: 10, bytes: 2 * GiB - 100_000 }).execute();
-    const c = await connect(app());
-    let reply = '';
-    try {
-      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-      expect(await c.send(`RCPT TO:<${a.address}>`)).toMatch(/^250 /);
-      expect(await c.send(`RCPT TO:<${b.address}>`)).toMatch(/^250 /);
-      expect(await c.send('DATA')).toMatch(/^354 /);
-      await app().started.deps.db.updateTable('received_usage').set({ count: 11, bytes: 2 * GiB - 1_000 }).where('scope_id', '=', full.accountId).where('period', '=', period).execute();
-      reply = await c.send(body(5_000, 'two groups') + '.');
-    } finally {
-      c.close();
-    }
+    const usedUp = () => app().started.deps.db.updateTable('received_usage').set({ count: 11, bytes: 2 * GiB - 1_000 }).where('scope_id', '=', full.accountId).where('period', '=', period).execute();
+    const reply = await sendAfter([a.address, b.address], 'two groups', usedUp);
     expect(reply).toMatch(/^250 /);
     expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', a.id).execute()).toHaveLength(0);
     expect(await app().started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', b.id).execute()).toHaveLength(1);

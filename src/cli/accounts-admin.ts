@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import type { Config } from '../config.ts';
 import type { AppDeps } from '../context.ts';
 import type { MembershipRole } from '../db/schema.ts';
-import { openDatabase, migrate } from '../db/database.ts';
+import { openConfiguredDatabase, migrate } from '../db/database.ts';
 import { createJobs } from '../jobs/jobs.ts';
 import { resolveSecretKey } from '../secret.ts';
 import { AppError } from '../errors.ts';
@@ -24,7 +24,7 @@ async function withDeps<T>(config: () => Config, fn: (deps: AppDeps) => Promise<
     process.exitCode = 1;
     return;
   }
-  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema, { preparedStatements: cfg.databasePreparedStatements });
+  const database = await openConfiguredDatabase(cfg);
   const now = () => new Date();
   try {
     await migrate(database);

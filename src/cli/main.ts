@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openDatabase, migrate } from '../db/database.ts';
+import { openConfiguredDatabase, migrate, type Database } from '../db/database.ts';
 import { registerUser, RegistrationError, setAccountStatus, setAccountSuspended } from '../accounts/accounts.service.ts';
 import { createApiKey } from '../auth/keys.service.ts';
 import { findUserByEmail } from '../users/users.service.ts';
@@ -56,10 +56,10 @@ async function databaseExists(cfg: ReturnType<typeof config>): Promise<boolean> 
  * with the wrong settings never creates a new data dir beside the real one; only `create-user`
  * (`initialise`) may create and migrate a database, so a first user can exist before the first start.
  */
-async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>['db']) => Promise<T>, opts: { initialise?: boolean } = {}) {
+async function withDatabase<T>(fn: (db: Database['db']) => Promise<T>, opts: { initialise?: boolean } = {}) {
   const cfg = config();
   if (!opts.initialise && !(await databaseExists(cfg))) return;
-  const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema, { preparedStatements: cfg.databasePreparedStatements });
+  const database = await openConfiguredDatabase(cfg);
   try {
     await migrate(database);
     print(await fn(database.db));
@@ -254,7 +254,7 @@ admin
   .action(async (o) => {
     const cfg = config();
     if (!(await databaseExists(cfg))) return;
-    const database = await openDatabase(cfg.databaseUrl, cfg.databaseSchema, { preparedStatements: cfg.databasePreparedStatements });
+    const database = await openConfiguredDatabase(cfg);
     try {
       await migrate(database);
       const { reindex } = await import('../search/reindex.ts');

@@ -80,6 +80,11 @@ export async function openDatabase(url: string, schema?: string, durable: OpenOp
   return openSqlite(sqlitePath(url), durable);
 }
 
+/** The database the configuration names, with its settings (the server and every CLI command). */
+export function openConfiguredDatabase(cfg: { databaseUrl: string; databaseSchema?: string; databasePreparedStatements: boolean }, durable: DurableOptions = {}): Promise<Database> {
+  return openDatabase(cfg.databaseUrl, cfg.databaseSchema, { ...durable, preparedStatements: cfg.databasePreparedStatements });
+}
+
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:/.test(url);
 }
