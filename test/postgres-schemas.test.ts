@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { startTestApp } from './harness.ts';
 
@@ -25,5 +27,38 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('Postgres schemas', () => 
     } finally {
       await first.stop();
     }
+  });
+
+  // Regression: Kysely finds its bookkeeping tables by listing every column of every table in the
+  // database, looking each table up again with pg_get_serial_sequence. A table dropped by another
+  // tenant while the listing ran failed the migration with 'column "…" of relation "…" does not
+  // exist'. The listing is now made again (src/db/database.ts, listingRaced).
+  it('an app starts while another tenant of the database creates and drops tables', async () => {
+    const churnSchema = `churn_${randomUUID().replaceAll('-', '')}`;
+    const churn = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+    await churn.connect();
+    await churn.query(`CREATE SCHEMA "${churnSchema}"`);
+    let stop = false;
+    let cycles = 0;
+    const churning = (async () => {
+      const columns = Array.from({ length: 40 }, (_, i) => `c${i} text`).join(', ');
+      while (!stop) {
+        await churn.query(`CREATE TABLE "${churnSchema}".t (${columns})`);
+        await churn.query(`DROP TABLE "${churnSchema}".t`);
+        cycles++;
+      }
+    })();
+    try {
+      for (let i = 0; i < 3; i++) {
+        const app = await startTestApp('postgres');
+        await app.stop();
+      }
+    } finally {
+      stop = true;
+      await churning;
+      await churn.query(`DROP SCHEMA "${churnSchema}" CASCADE`);
+      await churn.end();
+    }
+    expect(cycles).toBeGreaterThan(0);
   });
 });

@@ -237,20 +237,29 @@ export async function pendingMigrations(db: Kysely<DB>, dialect: Dialect, schema
       const all = await migratorFor(db, own).getMigrations();
       return all.filter((m) => !m.executedAt).map((m) => m.name);
     } catch (err) {
-      if (attempt >= 5 || !otherSchemaVanished(err, own)) throw err;
+      if (attempt >= LISTING_ATTEMPTS || !listingRaced(err, own)) throw err;
     }
   }
 }
 
+const LISTING_ATTEMPTS = 10;
+
+/** SQLSTATEs of a catalog object that is gone: schema, table, column. */
+const VANISHED = new Set(['3F000', '42P01', '42703']);
+
 /**
- * Kysely looks for its bookkeeping tables by listing the tables of every schema in the database
- * (on Postgres, with functions that fail when a schema is dropped while the listing runs). When
- * another schema vanishes meanwhile (parallel test suites, other tenants of the database), the
- * listing is simply made again.
+ * Kysely looks for its bookkeeping tables by listing every column of every table in every schema
+ * of the database, with functions (`pg_get_serial_sequence`) that look each table up again and fail
+ * when another schema, table or column is dropped while the listing runs — parallel test suites or
+ * other tenants of the database. Such an error, raised outside our own migrations (which create,
+ * never drop, what they list), means only that the listing should be made again. Our own schema
+ * vanishing is a real error.
  */
-function otherSchemaVanished(err: unknown, own: string | undefined): boolean {
-  const m = /schema "([^"]+)" does not exist/.exec(String((err as Error)?.message ?? err));
-  return m !== null && m[1] !== own;
+function listingRaced(err: unknown, own: string | undefined): boolean {
+  const schema = /schema "([^"]+)" does not exist/.exec(String((err as Error)?.message ?? err));
+  if (schema) return schema[1] !== own;
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && VANISHED.has(code);
 }
 
 export async function migrate(database: Database): Promise<void> {
@@ -258,8 +267,8 @@ export async function migrate(database: Database): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) return;
-    if (attempt < 5 && otherSchemaVanished(error, database.schema)) continue;
     const failed = results?.find((r) => r.status === 'Error');
+    if (!failed && attempt < LISTING_ATTEMPTS && listingRaced(error, database.schema)) continue;
     throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${String(error)}`);
   }
 }
