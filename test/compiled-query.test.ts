@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { compiledInsert, compiledQuery } from '../src/db/compiled-query.ts';
-import { receivedUsage, addReceivedUsage } from '../src/inbound/usage.ts';
+import { receivedUsage, receivedUsageUpsert } from '../src/inbound/usage.ts';
+import { WriteBatch } from '../src/db/write-batch.ts';
 import { describeEachDatabase } from './harness.ts';
 
 // Hot statements built by Kysely once and run with new values (src/db/compiled-query.ts).
@@ -12,8 +13,14 @@ describeEachDatabase('compiled queries', (app) => {
     const scope = `scope-${Math.random()}`;
     const at = new Date('2026-03-15T00:00:00Z');
     expect(await receivedUsage(db, scope, at)).toEqual({ count: 0, bytes: 0 });
-    await addReceivedUsage(db, dialect, [scope], at, 100, 2);
-    await db.transaction().execute((trx) => addReceivedUsage(trx, dialect, [scope, `${scope}-b`], at, 50));
+    type Totals = { scope_id: string; count: number | string; bytes: number | string };
+    const add = (d: typeof db, added: [string, number, number][]) =>
+      new WriteBatch(dialect).add(receivedUsageUpsert(d, at, new Map(added.map(([s, count, bytes]) => [s, { count, bytes }]))), { returning: true }).run<Totals>(d);
+    const totals = (rows: Totals[]) => rows.map((r) => ({ scope_id: r.scope_id, count: Number(r.count), bytes: Number(r.bytes) })).sort((a, b) => a.scope_id.localeCompare(b.scope_id));
+    expect(totals(await add(db, [[scope, 2, 100]]))).toEqual([{ scope_id: scope, count: 2, bytes: 100 }]);
+    // The upsert answers each scope's new totals for the month.
+    const second = await db.transaction().execute((trx) => add(trx, [[`${scope}-b`, 1, 50], [scope, 1, 50]]));
+    expect(totals(second)).toEqual([{ scope_id: scope, count: 3, bytes: 150 }, { scope_id: `${scope}-b`, count: 1, bytes: 50 }]);
     expect(await receivedUsage(db, scope, at)).toEqual({ count: 3, bytes: 150 });
     expect(await receivedUsage(db, `${scope}-b`, at)).toEqual({ count: 1, bytes: 50 });
     expect(await receivedUsage(db, scope, new Date('2026-04-01T00:00:00Z'))).toEqual({ count: 0, bytes: 0 });

@@ -33,11 +33,14 @@ export function compiledQuery<Args extends unknown[], Row>(build: (db: Kysely<DB
     return entry;
   };
   return {
+    /** The statement with these values, to run later (src/db/write-batch.ts). */
+    compile(db: Kysely<DB>, ...args: Args): CompiledQuery<Row> {
+      const { sql, slots } = compile(db);
+      return CompiledQuery.raw(sql, slots.map((s) => (typeof s === 'number' ? args[s] : s.value))) as CompiledQuery<Row>;
+    },
     /** All rows. */
     async execute(db: Kysely<DB>, ...args: Args): Promise<Row[]> {
-      const { sql, slots } = compile(db);
-      const parameters = slots.map((s) => (typeof s === 'number' ? args[s] : s.value));
-      return (await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters))).rows;
+      return (await db.executeQuery<Row>(this.compile(db, ...args))).rows;
     },
     /** The first row, if any. */
     async executeTakeFirst(db: Kysely<DB>, ...args: Args): Promise<Row | undefined> {
@@ -58,9 +61,8 @@ type InsertTable = keyof DB & string;
  */
 export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: any) => Compilable<unknown>) {
   const byDialect = new WeakMap<object, Map<string, string>>();
-  /** Resolves to the rows inserted (or updated by an ON CONFLICT clause) as the database counts them; undefined if it did not say. */
-  return async (db: Kysely<DB>, rows: readonly DB[T][]): Promise<bigint | undefined> => {
-    if (!rows.length) return 0n;
+  /** The insert of these rows, to run now or later (src/db/write-batch.ts). */
+  const compile = (db: Kysely<DB>, rows: readonly DB[T][]): CompiledQuery => {
     const columns = Object.keys(rows[0]!);
     const parameters: unknown[] = [];
     for (const row of rows) {
@@ -89,13 +91,19 @@ export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: an
       if (texts.size >= 256) texts.delete(texts.keys().next().value!);
       texts.set(shape, sql);
     }
-    return (await db.executeQuery(CompiledQuery.raw(sql, parameters))).numAffectedRows;
+    return CompiledQuery.raw(sql, parameters);
   };
+  /** Resolves to the rows inserted (or updated by an ON CONFLICT clause) as the database counts them; undefined if it did not say. */
+  const insert = async (db: Kysely<DB>, rows: readonly DB[T][]): Promise<bigint | undefined> => {
+    if (!rows.length) return 0n;
+    return (await db.executeQuery(compile(db, rows))).numAffectedRows;
+  };
+  return Object.assign(insert, { compile });
 }
 
-async function uncached(db: Kysely<DB>, table: InsertTable, rows: readonly unknown[], modify?: (qb: any) => Compilable<unknown>): Promise<bigint | undefined> {
+/** Kysely's own build of an insert whose rows hold expressions or differ in columns (not cached). */
+function uncached(db: Kysely<DB>, table: InsertTable, rows: readonly unknown[], modify?: (qb: any) => Compilable<unknown>): CompiledQuery {
   let qb: any = db.insertInto(table).values(rows as any);
   if (modify) qb = modify(qb);
-  const results = (await qb.execute()) as { numInsertedOrUpdatedRows?: bigint }[];
-  return results.some((r) => r.numInsertedOrUpdatedRows === undefined) ? undefined : results.reduce((n, r) => n + r.numInsertedOrUpdatedRows!, 0n);
+  return (qb as Compilable<unknown>).compile();
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
 import type { DB, EventsTable } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -31,8 +31,15 @@ const INSERT_EVENTS = compiledInsert('events');
 
 export async function recordEvents(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[]): Promise<void> {
   if (!rows.length) return;
-  for (let i = 0; i < rows.length; i += 1000) await INSERT_EVENTS(trx, rows.slice(i, i + 1000));
+  for (const insert of eventInserts(trx, rows)) await trx.executeQuery(insert);
   await publishEvents(deps, trx, rows);
+}
+
+/** The inserts of these events' rows, for a write batch; `publishEvents` must follow them. */
+export function eventInserts(db: Kysely<DB>, rows: EventsTable[]): CompiledQuery[] {
+  const out: CompiledQuery[] = [];
+  for (let i = 0; i < rows.length; i += 1000) out.push(INSERT_EVENTS.compile(db, rows.slice(i, i + 1000)));
+  return out;
 }
 
 /** One event; see recordEvents. */

@@ -1,23 +1,24 @@
-import type { Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
-import type { AccountsTable, DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
+import type { DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AuthSummary } from './authenticate.ts';
 import type { AttachmentSummary, MessageJson, ParsedFields } from './parse-types.ts';
 import { recentMessagesOf } from '../labels/recent-messages.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
-import { groupUsage } from '../files/files.repo.ts';
 import { isForbiddenFileName } from '../files/paths.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
-import { eventRow, recordEvents } from '../events/events.ts';
+import { eventInserts, eventRow } from '../events/events.ts';
+import { publishEvents } from '../events/publish.ts';
 import { LABEL_EMAIL_TASK, LABEL_PENDING_JOB } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 import { compiledInsert, compiledQuery } from '../db/compiled-query.ts';
-import { addReceivedUsage, receivedUsage } from './usage.ts';
+import { WriteBatch } from '../db/write-batch.ts';
+import { receivedUsageUpsert } from './usage.ts';
 import { emailDirectory } from './layout.ts';
 import { ConversationIndex } from './conversations.ts';
 import { searchIndex } from '../search/search-index.ts';
@@ -58,6 +59,11 @@ interface Batch {
 interface MailboxState {
   id: string;
   accountId: string;
+  /** Its account's billing group (src/accounts/accounts.service.ts billingGroupId). */
+  groupId: string;
+  limits: PlanLimits;
+  /** The group's files and storage, shared by the group's mailboxes in this commit. */
+  group: GroupUsage;
   versionNumber: number;
   storage: number;
   files: number;
@@ -88,10 +94,7 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
 export async function commitDeliveries(deps: AppDeps, deliveries: InboundDelivery[]): Promise<{ durable: Promise<void> }> {
   const { durable } = await deps.commits.commit(async (trx) => {
     const at = iso(deps.now());
-    await insertBlobs(trx, deliveries, at);
     const mailboxes = await lockMailboxes(deps, trx, [...new Set(deliveries.map((d) => d.mailboxId))]);
-    const accounts = await loadAccounts(trx, [...new Set([...mailboxes.values()].map((m) => m.accountId))]);
-    const groups = new Map<string, GroupUsage>();
     const conversations = new ConversationIndex(trx);
     const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
     const usage = new Map<string, { count: number; bytes: number }>();
@@ -99,37 +102,40 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
 
     for (const d of deliveries) {
       const m = mailboxes.get(d.mailboxId)!;
-      const account = accounts.get(m.accountId)!;
-      const groupId = billingGroupId(account);
-      let group = groups.get(groupId);
-      if (!group) groups.set(groupId, (group = await groupUsage(trx, groupId)));
-      if (!groupLimits.has(groupId)) groupLimits.set(groupId, limitsFor(account));
-      await addDelivery(batch, d, m, limitsFor(account), group, conversations);
-      for (const scope of [d.mailboxId, groupId]) {
+      if (!groupLimits.has(m.groupId)) groupLimits.set(m.groupId, m.limits);
+      await addDelivery(batch, d, m, m.limits, m.group, conversations);
+      for (const scope of [d.mailboxId, m.groupId]) {
         const u = usage.get(scope) ?? { count: 0, bytes: 0 };
         usage.set(scope, { count: u.count + 1, bytes: u.bytes + d.raw.byteSize });
       }
     }
 
-    await insertMany(trx, 'files', batch.files);
-    await insertMany(trx, 'file_versions', batch.versions);
-    await insertMany(trx, 'mailbox_versions', batch.mailboxVersions);
-    await insertMany(trx, 'emails', batch.emails);
     // Searchable as soon as stored; attachment text joins the document when extraction has run.
-    await searchIndex(deps).putEmails(trx, await emailDocsFor(trx, batch.emails));
-    await queueExtraction(trx, deps.dialect, deps.now(), batch.versions.filter((v) => v.sha256 && v.path.includes('/attachments/')).map((v) => ({ sha256: v.sha256!, name: v.name, mime: v.mime_type, account_id: mailboxes.get(v.mailbox_id)?.accountId ?? null })));
-    await recordEvents(deps, trx, batch.events);
+    const docs = await emailDocsFor(trx, batch.emails, new Map(batch.versions.map((v) => [v.id, v.sha256])));
+    const index = searchIndex(deps);
+    const indexWrites = index.emailWrites(trx, docs);
+    // The rows are written together (one statement on Postgres: src/db/write-batch.ts). The blobs
+    // go first among them, sorted: concurrent transactions (other nodes) inserting shared
+    // attachments wait on each other's uncommitted rows; a common order means they queue instead
+    // of deadlocking.
+    const writes = new WriteBatch(deps.dialect);
+    for (const q of blobInserts(trx, deliveries, at)) writes.add(q);
+    for (const q of inserts(trx, 'files', batch.files)) writes.add(q);
+    for (const q of inserts(trx, 'file_versions', batch.versions)) writes.add(q);
+    for (const q of inserts(trx, 'mailbox_versions', batch.mailboxVersions)) writes.add(q);
+    for (const q of inserts(trx, 'emails', batch.emails)) writes.add(q);
+    for (const q of indexWrites ?? []) writes.add(q);
+    for (const q of eventInserts(trx, batch.events)) writes.add(q);
     for (const m of mailboxes.values()) {
-      if (!m.last) continue;
-      await UPDATE_MAILBOX.execute(trx, m.id, m.versionId, m.versionNumber, m.storage, m.files, m.seq, m.messages, m.unread, m.last.at, m.last.path);
+      if (m.last) writes.add(UPDATE_MAILBOX.compile(trx, m.id, m.versionId, m.versionNumber, m.storage, m.files, m.seq, m.messages, m.unread, m.last.at, m.last.path));
     }
-    // In a fixed order: on Postgres each upsert locks its row, and two transactions (two nodes)
-    // taking the same group rows in opposite orders would deadlock.
-    for (const scope of [...usage.keys()].sort()) {
-      const u = usage.get(scope)!;
-      await addReceivedUsage(trx, deps.dialect, [scope], deliveries[0]!.receivedAt, u.bytes, u.count);
-    }
-    await assertWithinAllowance(trx, groupLimits, deliveries[0]!.receivedAt);
+    writes.add(receivedUsageUpsert(trx, deliveries[0]!.receivedAt, usage), { returning: true });
+    const totals = await writes.run<{ scope_id: string; count: number | string; bytes: number | string }>(trx);
+    assertWithinAllowance(groupLimits, totals);
+
+    if (!indexWrites) await index.putEmails(trx, docs);
+    await queueExtraction(trx, deps.dialect, deps.now(), batch.versions.filter((v) => v.sha256 && v.path.includes('/attachments/')).map((v) => ({ sha256: v.sha256!, name: v.name, mime: v.mime_type, account_id: mailboxes.get(v.mailbox_id)?.accountId ?? null })));
+    await publishEvents(deps, trx, batch.events);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
   // Committed: the labeling job may take each message.json from memory instead of the store.
@@ -145,13 +151,15 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
  * this check is exact; a group commit that fails it is retried message by message, and only the
  * messages past the allowance are refused (452 count, 552 bytes).
  */
-async function assertWithinAllowance(trx: Kysely<DB>, groups: Map<string, PlanLimits>, at: Date): Promise<void> {
+function assertWithinAllowance(groups: Map<string, PlanLimits>, totals: { scope_id: string; count: number | string; bytes: number | string }[]): void {
+  const byScope = new Map(totals.map((t) => [t.scope_id, t]));
   for (const [groupId, limits] of groups) {
-    const used = await receivedUsage(trx, groupId, at);
+    const used = byScope.get(groupId);
+    if (!used) throw new Error(`received usage of ${groupId} was not returned`);
     const maxCount = limits.max_received_emails_per_month;
-    if (maxCount !== null && used.count > maxCount) throw new AppError('RECEIVED_EMAIL_LIMIT_REACHED', 'monthly received-email allowance used up', { limit: 'max_received_emails_per_month', max: maxCount });
+    if (maxCount !== null && Number(used.count) > maxCount) throw new AppError('RECEIVED_EMAIL_LIMIT_REACHED', 'monthly received-email allowance used up', { limit: 'max_received_emails_per_month', max: maxCount });
     const maxBytes = limits.max_received_email_bytes_per_month;
-    if (maxBytes !== null && used.bytes > maxBytes) throw new AppError('RECEIVED_BYTES_LIMIT_REACHED', 'monthly received-email storage allowance used up', { limit: 'max_received_email_bytes_per_month', max: maxBytes });
+    if (maxBytes !== null && Number(used.bytes) > maxBytes) throw new AppError('RECEIVED_BYTES_LIMIT_REACHED', 'monthly received-email storage allowance used up', { limit: 'max_received_email_bytes_per_month', max: maxBytes });
   }
 }
 
@@ -173,41 +181,62 @@ const INSERTS = {
 const INSERT_BLOBS = compiledInsert('blobs', (qb) => qb.onConflict((oc: any) => oc.column('sha256').doNothing()));
 
 /** Multi-row inserts in chunks that stay under the databases' bound-parameter limits. */
-async function insertMany<T extends keyof typeof INSERTS>(trx: Kysely<DB>, table: T, rows: DB[T][]): Promise<void> {
-  if (!rows.length) return;
+function inserts<T extends keyof typeof INSERTS>(trx: Kysely<DB>, table: T, rows: DB[T][]): CompiledQuery[] {
+  if (!rows.length) return [];
   const perChunk = Math.max(1, Math.floor(20_000 / Object.keys(rows[0]!).length));
-  for (let i = 0; i < rows.length; i += perChunk) await INSERTS[table](trx, rows.slice(i, i + perChunk) as any);
+  const out: CompiledQuery[] = [];
+  for (let i = 0; i < rows.length; i += perChunk) out.push(INSERTS[table].compile(trx, rows.slice(i, i + perChunk) as any));
+  return out;
 }
 
-async function insertBlobs(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string): Promise<void> {
+function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string): CompiledQuery[] {
   const rows = new Map<string, { sha256: string; byte_size: number; md5: string; created_at: string }>();
   for (const d of deliveries) {
     for (const b of [d.raw, d.messageJson]) rows.set(b.sha256, { sha256: b.sha256, byte_size: b.byteSize, md5: b.md5Base64, created_at: at });
     // md5 is informational for blobs of our own making.
     for (const a of d.storedAttachments) if (!rows.has(a.sha256)) rows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at });
   }
-  // Sorted: concurrent transactions (other nodes) inserting shared attachments wait on each other's
-  // uncommitted rows; a common order means they queue instead of deadlocking.
   const all = [...rows.values()].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
-  for (let i = 0; i < all.length; i += 2000) await INSERT_BLOBS(trx, all.slice(i, i + 2000));
+  const out: CompiledQuery[] = [];
+  for (let i = 0; i < all.length; i += 2000) out.push(INSERT_BLOBS.compile(trx, all.slice(i, i + 2000)));
+  return out;
 }
 
-/** Locks each mailbox row (Postgres: FOR UPDATE, in id order to avoid deadlocks; SQLite: one writer). */
+/**
+ * Locks each mailbox row (Postgres: FOR UPDATE of the mailbox only, in id order to avoid
+ * deadlocks; SQLite: one writer) and reads, in the same statement, its account's plan and its
+ * billing group's current files and storage (what file writes check against the plan).
+ */
 async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Promise<Map<string, MailboxState>> {
+  const groupOf = sql<string>`coalesce(${sql.ref('accounts.parent_account_id')}, ${sql.ref('accounts.id')})`;
+  const groupSum = (column: 'files_count' | 'storage_bytes') =>
+    sql<number | string | null>`(select sum(gm.${sql.ref(column)}) from mailboxes gm inner join accounts ga on ga.id = gm.account_id
+      where gm.deleted_at is null and (ga.id = ${groupOf} or ga.parent_account_id = ${groupOf}))`;
   let q = trx
     .selectFrom('mailboxes')
-    .select(['id', 'account_id', 'version_id', 'version_number', 'storage_bytes', 'files_count', 'email_seq', 'message_count', 'unread_count', 'archived_at', 'deleted_at'])
-    .where('id', 'in', ids)
-    .orderBy('id');
-  if (deps.dialect === 'postgres') q = q.forUpdate();
+    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+    .select(['mailboxes.id', 'mailboxes.account_id', 'mailboxes.version_id', 'mailboxes.version_number', 'mailboxes.storage_bytes', 'mailboxes.files_count', 'mailboxes.email_seq', 'mailboxes.message_count', 'mailboxes.unread_count', 'mailboxes.archived_at', 'mailboxes.deleted_at'])
+    .select(['accounts.plan', 'accounts.parent_account_id'])
+    .select([groupSum('files_count').as('group_files'), groupSum('storage_bytes').as('group_storage')])
+    .where('mailboxes.id', 'in', ids)
+    .orderBy('mailboxes.id');
+  if (deps.dialect === 'postgres') q = q.forUpdate(['mailboxes']);
   const rows = await q.execute();
   const out = new Map<string, MailboxState>();
+  const groups = new Map<string, GroupUsage>();
   for (const r of rows) {
     if (r.deleted_at) continue;
     if (r.archived_at) throw new AppError('MAILBOX_ARCHIVED', undefined, { mailbox_id: r.id });
+    const groupId = billingGroupId({ id: r.account_id, parent_account_id: r.parent_account_id });
+    // One usage object per group: deliveries to its several mailboxes add up in it.
+    let group = groups.get(groupId);
+    if (!group) groups.set(groupId, (group = { files: Number(r.group_files ?? 0), storage: Number(r.group_storage ?? 0) }));
     out.set(r.id, {
       id: r.id,
       accountId: r.account_id,
+      groupId,
+      limits: limitsFor({ plan: r.plan }),
+      group,
       versionNumber: Number(r.version_number),
       versionId: r.version_id,
       storage: Number(r.storage_bytes),
@@ -220,11 +249,6 @@ async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Pro
   }
   for (const id of ids) if (!out.has(id)) throw new AppError('MAILBOX_NOT_FOUND', undefined, { mailbox_id: id });
   return out;
-}
-
-async function loadAccounts(trx: Kysely<DB>, ids: string[]): Promise<Map<string, AccountsTable>> {
-  const rows = await trx.selectFrom('accounts').selectAll().where('id', 'in', ids).execute();
-  return new Map(rows.map((a) => [a.id, a]));
 }
 
 /** Builds one delivery's rows, checking the plan's file and storage limits as file writes do. */

@@ -52,10 +52,18 @@ export function emailDoc(row: EmailsTable, attachments: { filename: string; sha2
   };
 }
 
-/** Documents for stored emails (reindexing, or an attachment's text arriving). */
-export async function emailDocsFor(db: Kysely<DB>, rows: EmailsTable[]): Promise<EmailDoc[]> {
-  const versionIds = rows.flatMap((r) => attachmentsOf(r).map((a) => a.version_id)).filter(Boolean);
+/**
+ * Documents for stored emails (reindexing, or an attachment's text arriving). `versions` gives the
+ * content hash of attachment versions the caller holds but may not have written yet (the group
+ * commit writes them in the same batch as the documents); others are read.
+ */
+export async function emailDocsFor(db: Kysely<DB>, rows: EmailsTable[], versions?: Map<string, string | null>): Promise<EmailDoc[]> {
   const shaByVersion = new Map<string, string | null>();
+  const versionIds: string[] = [];
+  for (const id of rows.flatMap((r) => attachmentsOf(r).map((a) => a.version_id)).filter(Boolean)) {
+    if (versions?.has(id)) shaByVersion.set(id, versions.get(id)!);
+    else versionIds.push(id);
+  }
   for (let i = 0; i < versionIds.length; i += 500) {
     const vs = await db.selectFrom('file_versions').select(['id', 'sha256']).where('id', 'in', versionIds.slice(i, i + 500)).execute();
     for (const v of vs) shaByVersion.set(v.id, v.sha256);

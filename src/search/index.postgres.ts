@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type CompiledQuery, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
@@ -52,8 +52,13 @@ export class PostgresSearchIndex implements SearchIndex {
 
   // Batched: one statement for up to 200 documents (imports and the backfill index thousands at once).
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
+    for (const write of this.emailWrites(db, docs)) await db.executeQuery(write);
+  }
+
+  emailWrites(db: Kysely<DB>, docs: EmailDoc[]): CompiledQuery[] {
     // One row per email per statement: `on conflict do update` refuses the same key twice.
     const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
+    const out: CompiledQuery[] = [];
     for (let i = 0; i < latest.length; i += 200) {
       const values = latest.slice(i, i + 200).map((d) => {
         const subject = this.vec(d.subject);
@@ -64,11 +69,14 @@ export class PostgresSearchIndex implements SearchIndex {
           setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body, BODY_CHARS)} || ${this.vec(d.attachments, ATTACHMENT_CHARS)},
           ${subject}, ${sender}, ${recipients}, ${names})`;
       });
-      await sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
+      out.push(
+        sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
         values ${sql.join(values)}
         on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
-          tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.execute(db);
+          tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.compile(db),
+      );
     }
+    return out;
   }
 
   async removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void> {

@@ -87,6 +87,10 @@ const cut = (s: string) => (s.length > MAX_INDEXED_FIELD_CHARS ? s.slice(0, MAX_
 export class SqliteSearchIndex implements SearchIndex {
   // Batched: one statement per step for up to 200 documents (a mailbox import or the backfill
   // indexes thousands at a time; per-document statements cost more than the tokenizing).
+  emailWrites(): null {
+    return null;
+  }
+
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
     const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
     for (let i = 0; i < latest.length; i += 200) {

@@ -1,4 +1,4 @@
-import type { Expression, Kysely, RawBuilder, SqlBool } from 'kysely';
+import type { CompiledQuery, Expression, Kysely, RawBuilder, SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import type { SearchQuery } from './query.ts';
@@ -62,6 +62,11 @@ export interface Ranked<R> {
 
 export interface SearchIndex {
   putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void>;
+  /**
+   * The same as statements that read nothing, for a write batch (src/db/write-batch.ts); null when
+   * this index must read while it writes (SQLite's FTS rows are keyed by the documents' row ids).
+   */
+  emailWrites(db: Kysely<DB>, docs: EmailDoc[]): CompiledQuery[] | null;
   removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
   /** Stores (or replaces) the extraction result of one content, and indexes its text. */
   putText(db: Kysely<DB>, row: TextRow): Promise<void>;
