@@ -29,6 +29,7 @@ import * as m0022 from './migrations/0022_site_domains.ts';
 import * as m0023 from './migrations/0023_account_logos.ts';
 import * as m0025 from './migrations/0025_file_search_docs.ts';
 import * as m0026 from './migrations/0026_file_search_docs_postgres.ts';
+import * as m0027 from './migrations/0027_file_search_docs_upsert.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -65,6 +66,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0023_account_logos': m0023,
   '0025_file_search_docs': m0025,
   '0026_file_search_docs_postgres': m0026,
+  '0027_file_search_docs_upsert': m0027,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
