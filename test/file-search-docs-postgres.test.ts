@@ -25,11 +25,11 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('file search rows on Postg
   const now = '2026-11-27T00:00:00.000Z';
   let n = 0;
   const file = (id: string, currentVersionId: string | null) => ({
-    id, mailbox_id: mailboxId, account_id: accountId, path: `f/${id}`, live_path: `f/${id}`, folder: 'f', basename: id, role: 'source', created_by_system: 'api',
+    id, mailbox_id: mailboxId, account_id: accountId, path: `f/${id}`, live_path: `f/${id}`, folder: 'f', basename: id, role: 'source' as const, created_by_system: 'api' as const,
     current_version_id: currentVersionId, version_count: 1, created_at: now, updated_at: now,
   });
   const version = (id: string, fileId: string, sha256: string | null) => ({
-    id, file_id: fileId, mailbox_id: mailboxId, version_number: ++n, name: fileId, path: `f/${fileId}`, mime_type: 'text/plain', sha256, byte_size: 1, created_by_system: 'api', created_at: now,
+    id, file_id: fileId, mailbox_id: mailboxId, version_number: ++n, name: fileId, path: `f/${fileId}`, mime_type: 'text/plain', sha256, byte_size: 1, created_by_system: 'api' as const, deleted: 0, created_at: now,
   });
 
   /** The rows the triggers keep, against the rows `files` and `file_versions` imply, for these files. */
