@@ -56,20 +56,21 @@ describeEachDatabase('write batches', (app) => {
   it('keeps each statement’s values apart past the parameter limit of one statement, and still answers the returning rows', async () => {
     const { db, dialect } = app().started.deps;
     const prefix = scope('many');
-    // 4 × 2,000 rows × 4 values = 32,000 parameters: more than one Postgres statement takes here.
-    const chunk = (k: number) => Array.from({ length: 2000 }, (_, i) => ({ scope_id: `${prefix}-${k}-${i}`, period: '2026-03', count: k, bytes: i }));
+    // 4 × 4,500 rows × 4 values = 72,000 parameters: more than one Postgres statement can bind
+    // (65,535), so this passes only if the batch is split.
+    const chunk = (k: number) => Array.from({ length: 4500 }, (_, i) => ({ scope_id: `${prefix}-${k}-${i}`, period: '2026-03', count: k, bytes: i }));
     const batch = new WriteBatch(dialect);
     for (let k = 1; k <= 3; k++) batch.add(insertUsage.compile(db, chunk(k)));
     batch.add(upsertUsage.compile(db, chunk(4)), { returning: true });
     const returned = await db.transaction().execute((trx) => batch.run<{ scope_id: string; count: number | string }>(trx));
-    expect(returned).toHaveLength(2000);
+    expect(returned).toHaveLength(4500);
     expect(returned.every((r) => Number(r.count) === 4)).toBe(true);
     const sums = await db
       .selectFrom('received_usage')
       .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<number>('count').as('counts'), eb.fn.sum<number>('bytes').as('bytes')])
       .where('scope_id', 'like', `${prefix}-%`)
       .executeTakeFirstOrThrow();
-    expect([Number(sums.n), Number(sums.counts), Number(sums.bytes)]).toEqual([8000, 2000 * (1 + 2 + 3 + 4), 4 * (1999 * 2000) / 2]);
+    expect([Number(sums.n), Number(sums.counts), Number(sums.bytes)]).toEqual([18000, 4500 * (1 + 2 + 3 + 4), (4 * (4499 * 4500)) / 2]);
   });
 
   it('refuses a second statement that returns rows', () => {

@@ -63,6 +63,7 @@ export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: an
   const byDialect = new WeakMap<object, Map<string, string>>();
   /** The insert of these rows, to run now or later (src/db/write-batch.ts). */
   const compile = (db: Kysely<DB>, rows: readonly DB[T][]): CompiledQuery => {
+    if (!rows.length) throw new Error(`compiledInsert: no rows to insert into ${table}`);
     const columns = Object.keys(rows[0]!);
     const parameters: unknown[] = [];
     for (const row of rows) {

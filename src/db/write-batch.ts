@@ -16,6 +16,10 @@ import type { DB } from './schema.ts';
  * after another, in the order added.
  *
  * At most one statement may return rows (its `returning` clause); `run` resolves to them.
+ *
+ * Postgres does not promise the order in which the parts of one statement run (in practice the one
+ * the final select reads runs first), and a batch past the parameter limit becomes several
+ * statements: rows that other transactions may lock too must not depend on the order here.
  */
 export class WriteBatch {
   private readonly queries: { query: CompiledQuery; returning: boolean }[] = [];

@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
 import type { DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
@@ -7,6 +7,7 @@ import type { AttachmentSummary, MessageJson, ParsedFields } from './parse-types
 import { recentMessagesOf } from '../labels/recent-messages.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
+import { groupUsage } from '../files/files.repo.ts';
 import { isForbiddenFileName } from '../files/paths.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
@@ -94,6 +95,12 @@ export async function storeDeliveries(deps: AppDeps, deliveries: InboundDelivery
 export async function commitDeliveries(deps: AppDeps, deliveries: InboundDelivery[]): Promise<{ durable: Promise<void> }> {
   const { durable } = await deps.commits.commit(async (trx) => {
     const at = iso(deps.now());
+    // Blobs first, before any lock, in their own statements, as every other writer of blobs does:
+    // concurrent transactions (other nodes) inserting shared attachments wait on each other's
+    // uncommitted rows, and one order everywhere (blobs sorted, then mailboxes, then usage) means
+    // they queue instead of deadlocking. Inside one combined statement Postgres does not promise
+    // an order.
+    for (const q of blobInserts(trx, deliveries, at)) await trx.executeQuery(q);
     const mailboxes = await lockMailboxes(deps, trx, [...new Set(deliveries.map((d) => d.mailboxId))]);
     const conversations = new ConversationIndex(trx);
     const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
@@ -114,12 +121,10 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     const docs = await emailDocsFor(trx, batch.emails, new Map(batch.versions.map((v) => [v.id, v.sha256])));
     const index = searchIndex(deps);
     const indexWrites = index.emailWrites(trx, docs);
-    // The rows are written together (one statement on Postgres: src/db/write-batch.ts). The blobs
-    // go first among them, sorted: concurrent transactions (other nodes) inserting shared
-    // attachments wait on each other's uncommitted rows; a common order means they queue instead
-    // of deadlocking.
+    // The rows are written together (one statement on Postgres: src/db/write-batch.ts). All are new
+    // rows or rows this transaction has locked already, but for the usage rows: one upsert, in
+    // sorted order.
     const writes = new WriteBatch(deps.dialect);
-    for (const q of blobInserts(trx, deliveries, at)) writes.add(q);
     for (const q of inserts(trx, 'files', batch.files)) writes.add(q);
     for (const q of inserts(trx, 'file_versions', batch.versions)) writes.add(q);
     for (const q of inserts(trx, 'mailbox_versions', batch.mailboxVersions)) writes.add(q);
@@ -204,20 +209,15 @@ function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string)
 
 /**
  * Locks each mailbox row (Postgres: FOR UPDATE of the mailbox only, in id order to avoid
- * deadlocks; SQLite: one writer) and reads, in the same statement, its account's plan and its
+ * deadlocks; SQLite: one writer) and reads, in the same statement, its account's plan; then its
  * billing group's current files and storage (what file writes check against the plan).
  */
 async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Promise<Map<string, MailboxState>> {
-  const groupOf = sql<string>`coalesce(${sql.ref('accounts.parent_account_id')}, ${sql.ref('accounts.id')})`;
-  const groupSum = (column: 'files_count' | 'storage_bytes') =>
-    sql<number | string | null>`(select sum(gm.${sql.ref(column)}) from mailboxes gm inner join accounts ga on ga.id = gm.account_id
-      where gm.deleted_at is null and (ga.id = ${groupOf} or ga.parent_account_id = ${groupOf}))`;
   let q = trx
     .selectFrom('mailboxes')
     .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
     .select(['mailboxes.id', 'mailboxes.account_id', 'mailboxes.version_id', 'mailboxes.version_number', 'mailboxes.storage_bytes', 'mailboxes.files_count', 'mailboxes.email_seq', 'mailboxes.message_count', 'mailboxes.unread_count', 'mailboxes.archived_at', 'mailboxes.deleted_at'])
     .select(['accounts.plan', 'accounts.parent_account_id'])
-    .select([groupSum('files_count').as('group_files'), groupSum('storage_bytes').as('group_storage')])
     .where('mailboxes.id', 'in', ids)
     .orderBy('mailboxes.id');
   if (deps.dialect === 'postgres') q = q.forUpdate(['mailboxes']);
@@ -228,9 +228,12 @@ async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Pro
     if (r.deleted_at) continue;
     if (r.archived_at) throw new AppError('MAILBOX_ARCHIVED', undefined, { mailbox_id: r.id });
     const groupId = billingGroupId({ id: r.account_id, parent_account_id: r.parent_account_id });
-    // One usage object per group: deliveries to its several mailboxes add up in it.
+    // One usage object per group: deliveries to its several mailboxes add up in it. Read after the
+    // lock, in a statement of its own: on Postgres a statement that waited for a row lock still
+    // sees the others' rows as they were when it began, so sums taken in the locking statement
+    // could miss the files of the transaction it waited for.
     let group = groups.get(groupId);
-    if (!group) groups.set(groupId, (group = { files: Number(r.group_files ?? 0), storage: Number(r.group_storage ?? 0) }));
+    if (!group) groups.set(groupId, (group = await groupUsage(trx, groupId)));
     out.set(r.id, {
       id: r.id,
       accountId: r.account_id,
