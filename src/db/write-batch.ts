@@ -33,10 +33,6 @@ export class WriteBatch {
     return this;
   }
 
-  get size(): number {
-    return this.queries.length;
-  }
-
   /** Runs the writes; resolves to the rows of the statement added with `returning`, if any. */
   async run<Row = Record<string, unknown>>(db: Kysely<DB>): Promise<Row[]> {
     let returned: Row[] = [];

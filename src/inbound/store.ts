@@ -105,12 +105,10 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     const conversations = new ConversationIndex(trx);
     const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
     const usage = new Map<string, { count: number; bytes: number }>();
-    const groupLimits = new Map<string, PlanLimits>();
 
     for (const d of deliveries) {
       const m = mailboxes.get(d.mailboxId)!;
-      if (!groupLimits.has(m.groupId)) groupLimits.set(m.groupId, m.limits);
-      await addDelivery(batch, d, m, m.limits, m.group, conversations);
+      await addDelivery(batch, d, m, conversations);
       for (const scope of [d.mailboxId, m.groupId]) {
         const u = usage.get(scope) ?? { count: 0, bytes: 0 };
         usage.set(scope, { count: u.count + 1, bytes: u.bytes + d.raw.byteSize });
@@ -136,7 +134,7 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     }
     writes.add(receivedUsageUpsert(trx, deliveries[0]!.receivedAt, usage), { returning: true });
     const totals = await writes.run<{ scope_id: string; count: number | string; bytes: number | string }>(trx);
-    assertWithinAllowance(groupLimits, totals);
+    assertWithinAllowance(mailboxes.values(), totals);
 
     if (!indexWrites) await index.putEmails(trx, docs);
     await queueExtraction(trx, deps.dialect, deps.now(), batch.versions.filter((v) => v.sha256 && v.path.includes('/attachments/')).map((v) => ({ sha256: v.sha256!, name: v.name, mime: v.mime_type, account_id: mailboxes.get(v.mailbox_id)?.accountId ?? null })));
@@ -156,9 +154,10 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
  * this check is exact; a group commit that fails it is retried message by message, and only the
  * messages past the allowance are refused (452 count, 552 bytes).
  */
-function assertWithinAllowance(groups: Map<string, PlanLimits>, totals: { scope_id: string; count: number | string; bytes: number | string }[]): void {
+function assertWithinAllowance(mailboxes: Iterable<MailboxState>, totals: { scope_id: string; count: number | string; bytes: number | string }[]): void {
   const byScope = new Map(totals.map((t) => [t.scope_id, t]));
-  for (const [groupId, limits] of groups) {
+  // Each locked mailbox received at least one message; a group's mailboxes share its limits.
+  for (const { groupId, limits } of mailboxes) {
     const used = byScope.get(groupId);
     if (!used) throw new Error(`received usage of ${groupId} was not returned`);
     const maxCount = limits.max_received_emails_per_month;
@@ -255,7 +254,8 @@ async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Pro
 }
 
 /** Builds one delivery's rows, checking the plan's file and storage limits as file writes do. */
-async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, limits: PlanLimits, group: GroupUsage, conversations: ConversationIndex): Promise<void> {
+async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, conversations: ConversationIndex): Promise<void> {
+  const { limits, group } = m;
   const now = iso(d.receivedAt);
   const dir = emailDirectory(d.receivedAt, d.emailId);
   const versionId = newId('bktrv');
