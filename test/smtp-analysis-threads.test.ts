@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { analyzeMessage, type AnalyzeInput } from '../src/inbound/analyze.ts';
 import { AnalyzePool } from '../src/inbound/analyze-pool.ts';
+import { cachingResolver, type CachingResolver } from '../src/inbound/dns-cache.ts';
 import { describeEachDatabase } from './harness.ts';
 import { dkimSigned, message, rsaKey, tableResolver, txt } from './inbound-authenticate-helpers.ts';
 import { mailboxWithAddress, sendMail } from './smtp-helpers.ts';
@@ -69,6 +70,54 @@ describe('analysis threads', () => {
     // "No record" keeps its meaning across the thread: an unknown sender domain is spf=none, not an error.
     const none = await p.analyze(message(), input({ mailFrom: 'someone@nowhere.test' }));
     expect(none.auth?.spf.result).toBe('none');
+  });
+
+  it('keep a caching resolver’s answers on the thread until they expire, and ask again after', async () => {
+    // Counts the questions that reach the main thread's caching resolver.
+    const counting = (resolver: CachingResolver) => {
+      const c = Object.assign((name: string, rrtype: string) => resolver(name, rrtype), {
+        asked: 0,
+        withExpiry: (name: string, rrtype: string) => {
+          c.asked++;
+          return resolver.withExpiry(name, rrtype);
+        },
+      });
+      return c;
+    };
+    const kept = counting(cachingResolver(zone(), { ttlMs: 60_000 }));
+    const p = new AnalyzePool(kept, 1, { log });
+    pools.push(p);
+    const signed = await dkimSigned(message(), [{ domain: 'example.com', selector: 'sel', key }]);
+    const first = await p.analyze(signed, input());
+    expect([first.auth?.spf.result, first.auth?.dkim[0]?.result, first.auth?.dmarc.result]).toEqual(['pass', 'pass', 'pass']);
+    const askedForOne = kept.asked;
+    expect(askedForOne).toBeGreaterThanOrEqual(3);
+    // The same sender again: answered on the thread, with the same results.
+    for (let i = 0; i < 3; i++) expect(await p.analyze(signed, input())).toEqual(first);
+    expect(kept.asked).toBe(askedForOne);
+    // "No record" is kept too.
+    const unknown = await p.analyze(message(), input({ mailFrom: 'someone@nowhere.test' }));
+    expect(unknown.auth?.spf.result).toBe('none');
+    const askedWithUnknown = kept.asked;
+    expect(await p.analyze(message(), input({ mailFrom: 'someone@nowhere.test' }))).toEqual(unknown);
+    expect(kept.asked).toBe(askedWithUnknown);
+
+    // Answers that may not be kept (expired at once, or a server failure) are asked for every message.
+    for (const resolver of [
+      cachingResolver(zone(), { ttlMs: 0 }),
+      cachingResolver(async (name: string) => {
+        throw Object.assign(new Error(`timed out ${name}`), { code: 'ETIMEOUT' });
+      }),
+    ]) {
+      const r = counting(resolver);
+      const pr = new AnalyzePool(r, 1, { log });
+      pools.push(pr);
+      const a = await pr.analyze(signed, input());
+      const once = r.asked;
+      expect(once).toBeGreaterThan(0);
+      expect(await pr.analyze(signed, input())).toEqual(a);
+      expect(r.asked).toBe(2 * once);
+    }
   });
 
   it('bring DNS failures across as failures (temperror), also from a resolver that throws at once', async () => {

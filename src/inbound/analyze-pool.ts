@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { analyzeMessage, type Analysis, type AnalyzeInput } from './analyze.ts';
 import type { DnsResolver } from './authenticate.ts';
+import { isCachingResolver } from './dns-cache.ts';
 import type { FromWorker, ToWorker } from './analyze-worker.ts';
 
 /**
@@ -132,16 +133,24 @@ class PoolWorker {
           this.worker.postMessage({ kind: 'dns', qid: msg.qid, error: { code: 'ESERVFAIL', message: String((err as Error)?.message ?? err) } } satisfies ToWorker);
         }
       };
+      const failed = (err: unknown, until = 0) => {
+        const e = err as { code?: unknown; message?: unknown };
+        answer({ kind: 'dns', qid: msg.qid, error: { code: typeof e?.code === 'string' ? e.code : 'ESERVFAIL', message: String(e?.message ?? err) }, until });
+      };
+      // A caching resolver says how long its answer stays good, and the thread keeps it that long:
+      // each question would otherwise wait for this (busy) event loop, for every message.
+      const resolver = this.resolver;
+      if (isCachingResolver(resolver)) {
+        resolver.withExpiry(msg.name, msg.rrtype).then(
+          (a) => ('error' in a ? failed(a.error, a.until) : answer({ kind: 'dns', qid: msg.qid, value: a.value, until: a.until })),
+          (err: unknown) => failed(err),
+        );
+        return;
+      }
       // Through a promise: a resolver that throws, or returns a plain value, cannot escape this listener.
       Promise.resolve()
-        .then(() => this.resolver(msg.name, msg.rrtype))
-        .then(
-          (value) => answer({ kind: 'dns', qid: msg.qid, value }),
-          (err: unknown) => {
-            const e = err as { code?: unknown; message?: unknown };
-            answer({ kind: 'dns', qid: msg.qid, error: { code: typeof e?.code === 'string' ? e.code : 'ESERVFAIL', message: String(e?.message ?? err) } });
-          },
-        );
+        .then(() => resolver(msg.name, msg.rrtype))
+        .then((value) => answer({ kind: 'dns', qid: msg.qid, value }), (err: unknown) => failed(err));
       return;
     }
     const pending = this.pending.get(msg.id);

@@ -5,11 +5,13 @@ import { dnsError } from './authenticate-dns.ts';
 
 // A thread of the analysis pool (src/inbound/analyze-pool.ts): runs analyzeMessage for the event
 // loop. DNS stays with the main thread (its resolver, cache and the tests' stand-ins), asked here
-// by message.
+// by message. An answer that comes with a time until which it stays good (from the main thread's
+// caching resolver, src/inbound/dns-cache.ts) is kept here until then, so that a stream of mail
+// from one domain does not wait for the busy event loop twice per message.
 
 export type ToWorker =
   | { kind: 'analyze'; id: number; bytes: Uint8Array; input: Omit<AnalyzeInput, 'receivedAt'> & { receivedAt: number } }
-  | { kind: 'dns'; qid: number; value?: unknown; error?: { code: string; message: string } };
+  | { kind: 'dns'; qid: number; value?: unknown; error?: { code: string; message: string }; until?: number };
 
 export type FromWorker =
   | { kind: 'done'; id: number; analysis: unknown }
@@ -18,21 +20,37 @@ export type FromWorker =
 
 const port = parentPort!;
 let nextQid = 1;
-const lookups = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+type DnsAnswer = Extract<ToWorker, { kind: 'dns' }>;
+const lookups = new Map<number, { key: string; resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+/** Answers that may be reused, by `rrtype name`, until their `until` (Date.now() time). */
+const kept = new Map<string, DnsAnswer>();
+const MAX_KEPT = 10_000;
 
 const resolver: DnsResolver = (name, rrtype) =>
   new Promise((resolve, reject) => {
+    const key = `${rrtype} ${name.toLowerCase()}`;
+    const hit = kept.get(key);
+    if (hit && hit.until! > Date.now()) return settle(hit, { resolve, reject });
     const qid = nextQid++;
-    lookups.set(qid, { resolve, reject });
+    lookups.set(qid, { key, resolve, reject });
     port.postMessage({ kind: 'dns', qid, name, rrtype } satisfies FromWorker);
   });
+
+function settle(answer: DnsAnswer, pending: { resolve: (v: unknown) => void; reject: (e: unknown) => void }): void {
+  if (answer.error) pending.reject(dnsError(answer.error.code, answer.error.message));
+  else pending.resolve(answer.value);
+}
 
 port.on('message', (msg: ToWorker) => {
   if (msg.kind === 'dns') {
     const pending = lookups.get(msg.qid);
     lookups.delete(msg.qid);
-    if (msg.error) pending?.reject(dnsError(msg.error.code, msg.error.message));
-    else pending?.resolve(msg.value);
+    if (!pending) return;
+    if ((msg.until ?? 0) > Date.now()) {
+      if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value!);
+      kept.set(pending.key, msg);
+    }
+    settle(msg, pending);
     return;
   }
   const bytes = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
