@@ -23,34 +23,33 @@ let nextQid = 1;
 type DnsAnswer = Extract<ToWorker, { kind: 'dns' }>;
 const lookups = new Map<number, { key: string; resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
 /** Answers that may be reused, by `rrtype name`, until their `until` (Date.now() time). */
-const kept = new Map<string, DnsAnswer>();
+const kept = new Map<string, { answer: DnsAnswer; error?: Error }>();
 const MAX_KEPT = 10_000;
 
 const resolver: DnsResolver = (name, rrtype) =>
   new Promise((resolve, reject) => {
     const key = `${rrtype} ${name.toLowerCase()}`;
     const hit = kept.get(key);
-    if (hit && hit.until! > Date.now()) return settle(hit, { resolve, reject });
+    // A kept "no record" is thrown as the same error each time: building one (its stack) cost more
+    // than the rest of the lookup.
+    if (hit && hit.answer.until! > Date.now()) return hit.error ? reject(hit.error) : resolve(hit.answer.value);
     const qid = nextQid++;
     lookups.set(qid, { key, resolve, reject });
     port.postMessage({ kind: 'dns', qid, name, rrtype } satisfies FromWorker);
   });
-
-function settle(answer: DnsAnswer, pending: { resolve: (v: unknown) => void; reject: (e: unknown) => void }): void {
-  if (answer.error) pending.reject(dnsError(answer.error.code, answer.error.message));
-  else pending.resolve(answer.value);
-}
 
 port.on('message', (msg: ToWorker) => {
   if (msg.kind === 'dns') {
     const pending = lookups.get(msg.qid);
     lookups.delete(msg.qid);
     if (!pending) return;
+    const error = msg.error && dnsError(msg.error.code, msg.error.message);
     if ((msg.until ?? 0) > Date.now()) {
       if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value!);
-      kept.set(pending.key, msg);
+      kept.set(pending.key, { answer: msg, error });
     }
-    settle(msg, pending);
+    if (error) pending.reject(error);
+    else pending.resolve(msg.value);
     return;
   }
   const bytes = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
