@@ -1,4 +1,6 @@
+import { sql, type Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import type { DB } from '../src/db/schema.ts';
 import { compiledInsert } from '../src/db/compiled-query.ts';
 import { renumbered, WriteBatch } from '../src/db/write-batch.ts';
 import { describeEachDatabase } from './harness.ts';
@@ -36,6 +38,29 @@ describeEachDatabase('write batches', (app) => {
       [c, '2026-03', 6, 0],
       [d, '2026-03', 7, 99],
     ]);
+  });
+
+  it('runs each call (a SELECT for its effect) once, also when the returning statement has no rows or there is none', async () => {
+    const { db, dialect } = app().started.deps;
+    // set_config(…, true) lasts until the transaction ends; SQLite has no such function, and a call
+    // there is an ordinary statement run in order, so a plain SELECT stands in.
+    const call = (name: string) => (dialect === 'postgres' ? sql`select set_config(${`cubby.wb_${name}`}, 'ran', true)` : sql`select ${name} as ran`).compile(db);
+    const setting = async (trx: Kysely<DB>, name: string) =>
+      dialect === 'postgres' ? (await sql<{ v: string | null }>`select current_setting(${`cubby.wb_${name}`}, true) as v`.execute(trx)).rows[0]!.v : 'ran';
+    const [a, none] = [scope('a'), scope('none')];
+    const seen = await db.transaction().execute(async (trx) => {
+      const rows = await new WriteBatch(dialect)
+        .add(insertUsage.compile(trx, [{ scope_id: a, period: '2026-03', count: 1, bytes: 1 }]))
+        .add(call('one'), { call: true })
+        .add(db.updateTable('received_usage').set({ bytes: 2 }).where('scope_id', '=', none).returning(['scope_id']).compile(), { returning: true })
+        .add(call('two'), { call: true })
+        .run(trx);
+      const alone = await new WriteBatch(dialect).add(call('three'), { call: true }).add(insertUsage.compile(trx, [{ scope_id: none, period: '2026-03', count: 1, bytes: 1 }])).run(trx);
+      return { rows, alone, one: await setting(trx, 'one'), two: await setting(trx, 'two'), three: await setting(trx, 'three') };
+    });
+    expect(seen).toEqual({ rows: [], alone: [], one: 'ran', two: 'ran', three: 'ran' });
+    expect((await db.selectFrom('received_usage').select('scope_id').where('scope_id', 'in', [a, none]).orderBy('scope_id').execute()).length).toBe(2);
+    expect(() => new WriteBatch(dialect).add(call('x'), { call: true, returning: true })).toThrow(/call returns no rows/);
   });
 
   it('writes nothing of the batch when one of its statements fails in the transaction', async () => {

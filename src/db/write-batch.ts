@@ -15,21 +15,25 @@ import type { DB } from './schema.ts';
  * separate statements. On SQLite a statement is a function call, not a round trip: they run one
  * after another, in the order added.
  *
- * At most one statement may return rows (its `returning` clause); `run` resolves to them.
+ * At most one statement may return rows (its `returning` clause); `run` resolves to them. A
+ * `call` is a SELECT run for what it does, not for its rows (`select pg_notify(…)`): Postgres runs a
+ * plain SELECT part only when the statement reads it, so the final select reads each call once,
+ * in a condition that holds whatever the call returns and is checked before any row is read.
  *
  * Postgres does not promise the order in which the parts of one statement run (in practice the one
  * the final select reads runs first), and a batch past the parameter limit becomes several
  * statements: rows that other transactions may lock too must not depend on the order here.
  */
 export class WriteBatch {
-  private readonly queries: { query: CompiledQuery; returning: boolean }[] = [];
+  private readonly queries: Part[] = [];
 
   constructor(private readonly dialect: Dialect) {}
 
-  add(query: CompiledQuery | null | undefined, opts: { returning?: boolean } = {}): this {
+  add(query: CompiledQuery | null | undefined, opts: { returning?: boolean; call?: boolean } = {}): this {
     if (!query) return this;
+    if (opts.returning && opts.call) throw new Error('WriteBatch: a call returns no rows');
     if (opts.returning && this.queries.some((q) => q.returning)) throw new Error('WriteBatch: only one statement may return rows');
-    this.queries.push({ query, returning: opts.returning === true });
+    this.queries.push({ query, returning: opts.returning === true, call: opts.call === true });
     return this;
   }
 
@@ -72,7 +76,13 @@ function chunks<T extends { query: CompiledQuery }>(queries: T[]): T[][] {
   return out;
 }
 
-function combined(queries: { query: CompiledQuery; returning: boolean }[]): CompiledQuery {
+interface Part {
+  query: CompiledQuery;
+  returning: boolean;
+  call: boolean;
+}
+
+function combined(queries: Part[]): CompiledQuery {
   if (queries.length === 1 && !queries[0]!.returning) return queries[0]!.query;
   const parameters: unknown[] = [];
   const parts = queries.map((q, i) => {
@@ -81,7 +91,11 @@ function combined(queries: { query: CompiledQuery; returning: boolean }[]): Comp
     return `w${i} as (${sql})`;
   });
   const returning = queries.findIndex((q) => q.returning);
-  return CompiledQuery.raw(`with ${parts.join(', ')} select ${returning >= 0 ? `* from w${returning}` : '1'}`, parameters);
+  // Conditions without columns are checked once, before the first row (a one-time filter), so
+  // each call runs even when the returning part has no rows.
+  const calls = queries.flatMap((q, i) => (q.call ? [`(select count(*) from w${i}) >= 0`] : []));
+  const where = calls.length ? ` where ${calls.join(' and ')}` : '';
+  return CompiledQuery.raw(`with ${parts.join(', ')} select ${returning >= 0 ? `* from w${returning}` : '1'}${where}`, parameters);
 }
 
 /**

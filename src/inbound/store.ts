@@ -12,7 +12,8 @@ import { isForbiddenFileName } from '../files/paths.ts';
 import { limitsFor } from '../accounts/limits.service.ts';
 import { billingGroupId } from '../accounts/accounts.service.ts';
 import { eventInserts, eventRow } from '../events/events.ts';
-import { publishEvents } from '../events/publish.ts';
+import { queueWebhookDeliveries, webhookTargets, type WebhookTarget } from '../webhooks/outbox.ts';
+import { liveAnnouncements } from '../live/hub.ts';
 import { LABEL_EMAIL_TASK, LABEL_PENDING_JOB } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
@@ -100,7 +101,11 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     // uncommitted rows, and one order everywhere (blobs sorted, then mailboxes, then usage) means
     // they queue instead of deadlocking. Inside one combined statement Postgres does not promise
     // an order.
-    for (const q of blobInserts(trx, deliveries, at)) await trx.executeQuery(q);
+    // The last of them goes together with the read of the mailboxes' webhooks (one statement on
+    // Postgres; a settings read that needs no lock): a round trip fewer while the group waits.
+    const blobs = blobInserts(trx, deliveries, at);
+    for (const q of blobs.slice(0, -1)) await trx.executeQuery(q);
+    const webhooks = await new WriteBatch(deps.dialect).add(blobs.at(-1)).add(webhookTargets(trx, deliveries.map((d) => d.mailboxId)), { returning: true }).run<WebhookTarget>(trx);
     const mailboxes = await lockMailboxes(deps, trx, [...new Set(deliveries.map((d) => d.mailboxId))]);
     const conversations = new ConversationIndex(trx);
     const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
@@ -133,12 +138,14 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
       if (m.last) writes.add(UPDATE_MAILBOX.compile(trx, m.id, m.versionId, m.versionNumber, m.storage, m.files, m.seq, m.messages, m.unread, m.last.at, m.last.path));
     }
     writes.add(receivedUsageUpsert(trx, deliveries[0]!.receivedAt, usage), { returning: true });
+    // The live announcements (NOTIFY on Postgres, delivered at commit) in the same statement.
+    for (const q of liveAnnouncements(trx, deps.dialect, deps.config.databaseSchema, deps.events?.live ?? undefined, batch.events)) writes.add(q, { call: true });
     const totals = await writes.run<{ scope_id: string; count: number | string; bytes: number | string }>(trx);
     assertWithinAllowance(mailboxes.values(), totals);
 
     if (!indexWrites) await index.putEmails(trx, docs);
     await queueExtraction(trx, deps.dialect, deps.now(), batch.versions.filter((v) => v.sha256 && v.path.includes('/attachments/')).map((v) => ({ sha256: v.sha256!, name: v.name, mime: v.mime_type, account_id: mailboxes.get(v.mailbox_id)?.accountId ?? null })));
-    await publishEvents(deps, trx, batch.events);
+    await queueWebhookDeliveries(deps, trx, batch.events, webhooks);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
   // Committed: the labeling job may take each message.json from memory instead of the store.

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { sql, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { DB, EventsTable } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { randomToken } from '../ids.ts';
@@ -47,23 +47,35 @@ export function liveChannel(schema: string | undefined): string {
 
 /** Called inside the recording transaction: makes the events reach live subscribers after commit. */
 export async function announceLive(db: Kysely<DB>, dialect: Dialect, schema: string | undefined, hub: LiveHub | undefined, rows: EventsTable[]): Promise<void> {
-  if (!rows.length) return;
-  if (dialect === 'postgres') {
-    let chunk: string[] = [];
-    let size = 2;
-    const flush = async () => {
-      if (chunk.length) await sql`select pg_notify(${liveChannel(schema)}, ${`[${chunk.join(',')}]`})`.execute(db);
-      chunk = [];
-      size = 2;
-    };
-    for (const r of rows) {
-      const item = JSON.stringify([r.mailbox_id, r.payload]);
-      if (size + item.length > NOTIFY_MAX) await flush();
-      chunk.push(item);
-      size += item.length + 1;
-    }
-    await flush();
-  } else hub?.afterCommit(rows);
+  for (const q of liveAnnouncements(db, dialect, schema, hub, rows)) await db.executeQuery(q);
+}
+
+/**
+ * The same as statements to run in the transaction, for a write batch (as calls: src/db/write-batch.ts):
+ * the NOTIFYs on Postgres; none on SQLite, where the push is arranged here, for after the commit.
+ */
+export function liveAnnouncements(db: Kysely<DB>, dialect: Dialect, schema: string | undefined, hub: LiveHub | undefined, rows: EventsTable[]): CompiledQuery[] {
+  if (!rows.length) return [];
+  if (dialect !== 'postgres') {
+    hub?.afterCommit(rows);
+    return [];
+  }
+  const out: CompiledQuery[] = [];
+  let chunk: string[] = [];
+  let size = 2;
+  const flush = () => {
+    if (chunk.length) out.push(sql`select pg_notify(${liveChannel(schema)}, ${`[${chunk.join(',')}]`})`.compile(db));
+    chunk = [];
+    size = 2;
+  };
+  for (const r of rows) {
+    const item = JSON.stringify([r.mailbox_id, r.payload]);
+    if (size + item.length > NOTIFY_MAX) flush();
+    chunk.push(item);
+    size += item.length + 1;
+  }
+  flush();
+  return out;
 }
 
 export interface HubOptions {

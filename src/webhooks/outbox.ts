@@ -1,10 +1,24 @@
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
 import type { DB, EventsTable } from '../db/schema.ts';
 import type { WebhookDeliveriesTable } from './webhooks.schema.ts';
 import { eventsId } from '../events/ids.ts';
 
 export const DISPATCH_TASK = 'webhooks.dispatch';
+
+export interface WebhookTarget {
+  id: string;
+  mailbox_id: string;
+}
+
+/**
+ * The webhooks of these mailboxes, for queueWebhookDeliveries. A caller that records events may
+ * read them earlier in its transaction, in a statement it sends anyway (src/inbound/store.ts):
+ * webhooks are settings, and a change to one that commits meanwhile is as if it came a moment later.
+ */
+export function webhookTargets(db: Kysely<DB>, mailboxIds: string[]): CompiledQuery<WebhookTarget> {
+  return db.selectFrom('webhooks').select(['id', 'mailbox_id']).where('mailbox_id', 'in', [...new Set(mailboxIds)]).compile();
+}
 export const RETRY_TASK = 'webhooks.retry';
 
 /**
@@ -12,10 +26,9 @@ export const RETRY_TASK = 'webhooks.retry';
  * webhook, and a dispatch job per webhook to make the first attempts. Both exist exactly when the
  * events do (the outbox); delivery ids are monotonic, so they also give the order of first attempts.
  */
-export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[]): Promise<void> {
+export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[], targets?: WebhookTarget[]): Promise<void> {
   if (!rows.length) return;
-  const mailboxIds = [...new Set(rows.map((r) => r.mailbox_id))];
-  const hooks = await trx.selectFrom('webhooks').select(['id', 'mailbox_id']).where('mailbox_id', 'in', mailboxIds).execute();
+  const hooks = targets ?? (await trx.executeQuery(webhookTargets(trx, rows.map((r) => r.mailbox_id)))).rows;
   if (!hooks.length) return;
   const hookOf = new Map(hooks.map((h) => [h.mailbox_id, h.id]));
   const deliveries: WebhookDeliveriesTable[] = [];
