@@ -9,6 +9,7 @@ import nodemailer from 'nodemailer';
 import { describeEachDatabase, startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { labelNow, mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
 import { clientKey } from '../src/inbound/smtp-server.ts';
+import type { FsBlobStore } from '../src/blobs/fs-store.ts';
 
 const run = promisify(execFile);
 const hasSwaks = await run('swaks', ['--version']).then(() => true, () => false);
@@ -178,6 +179,25 @@ describeEachDatabase('inbound SMTP', (app) => {
     const ids = done.match(/eml_[A-Za-z0-9]+/g) ?? [];
     expect(ids).toHaveLength(1);
     expect((await emailRow(app(), ids[0]!)).mailbox_id).toBe(b.id);
+  });
+
+  it('refuses a message whose only mailbox was archived before the end of DATA, and stores none of its bytes', async () => {
+    const user = await app().user();
+    const a = await mailboxWithAddress(app(), user);
+    const { blobs } = app().started.deps;
+    const root = (blobs as FsBlobStore).root;
+    const blobFiles = () => (fs.existsSync(root) ? fs.readdirSync(root, { recursive: true }).filter((f) => /[0-9a-f]{64}$/.test(String(f))).length : 0);
+    expect(blobs.kind).toBe('fs');
+    const before = blobFiles();
+    const lines = ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${a.address}>`, 'DATA', `Subject: never stored\r\n\r\n${'unique body '.repeat(50)}${Math.random()}\r\n.`, 'QUIT'];
+    const r = await smtpDialogue(app(), lines, {
+      beforeLine: async (i) => {
+        if (i === 4) expect((await app().request('POST', `/v1/mailboxes/${a.id}/archive`, { key: user.key, body: {} })).status).toBe(200);
+      },
+    });
+    expect(r[4]).toMatch(/^354/);
+    expect(r[5]).toMatch(/^5\d\d /);
+    expect(blobFiles()).toBe(before);
   });
 
   it('links replies into one conversation, also when the first message was never received', async () => {

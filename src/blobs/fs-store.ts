@@ -54,31 +54,21 @@ export class FsBlobStore implements BlobStore {
     this.tmpDir = path.join(this.root, 'tmp');
   }
 
-  async put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
+  put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
+    return this.putVia(body, expect, this.writerThreads > 0);
+  }
+
+  /** put(), with small blobs offered to the writer threads or not. */
+  private async putVia(body: Readable, expect: PutExpectation, threads: boolean): Promise<StoredBlob> {
     await this.ensureLayout();
     const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
     let placed = false;
     const writeSmall = async (chunks: Buffer[], byteSize: number): Promise<StoredBlob | null> => {
-      // Larger blobs are written here: their cost is in the bytes, not in the calls, and moving
-      // them to a thread would copy them.
-      if (byteSize > WRITER_THREAD_MAX_BYTES) return null;
-      if (expect.byteSize !== undefined && expect.byteSize !== byteSize) return null; // refused below, as usual
-      const written = await writeSmallBlob(this.writerThreads, { root: this.root, tmp, chunks, sha256Hex: expect.sha256Hex, md5Base64: expect.md5Base64 }, this.log).catch(async (err: unknown) => {
-        if (!(err instanceof BlobWriterUnavailable)) throw err;
-        // Written here instead; a thread lost mid-write may have left the temp file.
-        await fsp.rm(tmp, { force: true });
-        return null;
-      });
-      if (!written) return null;
-      const blob = { sha256: written.sha256, md5Base64: written.md5Base64, byteSize };
-      // A digest that did not match was not written. The thread checks in checkExpectation's order
-      // (the size was checked above, then MD5, then SHA-256), so the error is the one any put gives.
-      if (written.mismatch === 'checksum') throw new BlobMismatchError('checksum', expect.md5Base64!, blob.md5Base64);
-      if (written.mismatch === 'sha256') throw new BlobMismatchError('sha256', expect.sha256Hex!, blob.sha256);
-      placed = true;
+      const blob = await this.writeOnThread(tmp, chunks, byteSize, expect);
+      placed = blob !== null;
       return blob;
     };
-    const blob = await spoolToFile(body, expect, tmp, { fsync: true, writeSmall: this.writerThreads > 0 ? writeSmall : undefined });
+    const blob = await spoolToFile(body, expect, tmp, { fsync: true, writeSmall: threads ? writeSmall : undefined });
     if (placed) return blob;
     try {
       const target = this.pathFor(blob.sha256);
@@ -92,8 +82,42 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  putBuffer(bytes: Buffer): Promise<StoredBlob> {
+  async putBuffer(bytes: Buffer): Promise<StoredBlob> {
+    // A small buffer goes to a writer thread as it is: a stream built around it and read back
+    // (the general path) cost the event loop more than the thread's answer.
+    if (this.writerThreads > 0 && bytes.length <= WRITER_THREAD_MAX_BYTES) {
+      await this.ensureLayout();
+      const blob = await this.writeOnThread(path.join(this.tmpDir, `${randomUUID()}.part`), [bytes], bytes.length, {});
+      if (blob) return blob;
+      // No thread could take it (one was lost): written here, without asking the threads again.
+      return this.putVia(Readable.from([bytes]), { byteSize: bytes.length }, false);
+    }
     return this.put(Readable.from([bytes]), { byteSize: bytes.length });
+  }
+
+  /**
+   * Writes a small blob on a writer thread (src/blobs/blob-writer.ts), from `tmp` into place; null
+   * when it is not for a thread or no thread could take it (nothing is left behind then: the
+   * caller writes it itself).
+   */
+  private async writeOnThread(tmp: string, chunks: Buffer[], byteSize: number, expect: PutExpectation): Promise<StoredBlob | null> {
+    // Larger blobs are written here: their cost is in the bytes, not in the calls, and moving
+    // them to a thread would copy them.
+    if (byteSize > WRITER_THREAD_MAX_BYTES) return null;
+    if (expect.byteSize !== undefined && expect.byteSize !== byteSize) return null; // refused below, as usual
+    const written = await writeSmallBlob(this.writerThreads, { root: this.root, tmp, chunks, sha256Hex: expect.sha256Hex, md5Base64: expect.md5Base64 }, this.log).catch(async (err: unknown) => {
+      if (!(err instanceof BlobWriterUnavailable)) throw err;
+      // Written elsewhere instead; a thread lost mid-write may have left the temp file.
+      await fsp.rm(tmp, { force: true });
+      return null;
+    });
+    if (!written) return null;
+    const blob = { sha256: written.sha256, md5Base64: written.md5Base64, byteSize };
+    // A digest that did not match was not written. The thread checks in checkExpectation's order
+    // (the size was checked above, then MD5, then SHA-256), so the error is the one any put gives.
+    if (written.mismatch === 'checksum') throw new BlobMismatchError('checksum', expect.md5Base64!, blob.md5Base64);
+    if (written.mismatch === 'sha256') throw new BlobMismatchError('sha256', expect.sha256Hex!, blob.sha256);
+    return blob;
   }
 
   async exists(sha256: string): Promise<boolean> {

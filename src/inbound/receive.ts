@@ -1,4 +1,4 @@
-import { Transform, type Readable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import type { AppDeps } from '../context.ts';
 import type { DnsResolver, AuthSummary } from './authenticate.ts';
 import { AnalyzePool } from './analyze-pool.ts';
@@ -6,7 +6,6 @@ import type { AttachmentSummary } from './parse-types.ts';
 import type { Recipient } from './recipients.ts';
 import { checkAllowance, stillRouted, usageAtEndOfData } from './recipients.ts';
 import { commitDeliveries, type InboundDelivery } from './store.ts';
-import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -33,8 +32,8 @@ export interface ReceiveOptions {
 }
 
 /**
- * The inbound pipeline for one message: stream DATA into a blob under the recipients' size cap,
- * parse it, check sender authentication, store the decoded parts, then store one email per
+ * The inbound pipeline for one message: take DATA under the recipients' size cap, store it as a
+ * blob while parsing it and checking sender authentication, store the decoded parts, then one email per
  * mailbox in a group commit. Resolves only when everything is durable; the caller then answers 250.
  * Throws AppError with an SMTP reply: 552 too large or over allowance, 451 on storage faults.
  */
@@ -76,33 +75,32 @@ export class InboundPipeline {
   private async receiveWithin(msg: IncomingMessage, reservation: DataReservation, report: ReceiveReport): Promise<string[]> {
     const { deps } = this;
     const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
-    // Keep the bytes while they stream to the store: parsing and authentication need them, and
-    // reading them back would cost another open and read per message.
+    // The bytes are kept as they arrive: parsing and authentication need them, and the raw blob is
+    // written from them once the recipients are known to still take the message.
     const chunks: Buffer[] = [];
     let size = 0;
-    const tee = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
         if (!reservation.take(chunk.length)) return cb(new DataBudgetExceeded());
-        chunks.push(chunk);
         size += chunk.length;
-        cb(null, chunk);
+        if (size > maxBytes) return cb(new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`));
+        chunks.push(chunk);
+        cb();
       },
     });
-    msg.body.on('error', (err) => tee.destroy(err));
+    msg.body.on('error', (err) => sink.destroy(err));
     const failed = (err: unknown): never => {
-      // The store stopped reading: detach so that the caller can drain the rest of DATA.
-      msg.body.unpipe(tee);
+      // Stopped reading: detach so that the caller can drain the rest of DATA.
+      msg.body.unpipe(sink);
       chunks.length = 0;
-      if (err instanceof BlobMismatchError && err.tooLarge) throw new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`);
       if (err instanceof DataBudgetExceeded) throw err;
       throw storageFault(err);
     };
-    // The raw blob's fsyncs run on libuv's pool while this thread parses and authenticates the
-    // bytes: work starts once the last byte is in, and the blob is awaited before the commit.
-    const putting = deps.blobs.put(msg.body.pipe(tee), { maxBytes });
-    putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
-    const allIn = new Promise<void>((resolve) => tee.once('finish', resolve));
-    await Promise.race([allIn, putting]).catch(failed);
+    await new Promise<void>((resolve, reject) => {
+      sink.once('finish', resolve);
+      sink.once('error', reject);
+      msg.body.pipe(sink);
+    }).catch(failed);
     report.size = size;
     const receivedAt = deps.now();
     // Recipients over the monthly byte allowance now that the size is known (the commit checks the
@@ -119,15 +117,16 @@ export class InboundPipeline {
         lastRefusal = err;
       }
     }
-    if (!accepted.length) {
-      await putting.catch(failed);
-      throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
-    }
+    if (!accepted.length) throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
 
     let expected: (() => void) | undefined;
+    const bytes = Buffer.concat(chunks);
+    chunks.length = 0; // one copy of the message, not two
+    // The raw blob's fsyncs run (on a writer thread or libuv's pool) while the message is parsed and
+    // authenticated; it is awaited before the commit.
+    const putting = deps.blobs.putBuffer(bytes);
+    putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     try {
-      const bytes = Buffer.concat(chunks);
-      chunks.length = 0; // one copy of the message, not two
       const { parsed, auth, spamFlags, messages, jsonBytes } = await this.analysis.analyze(bytes, {
         deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta,
       });
@@ -139,7 +138,7 @@ export class InboundPipeline {
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
       // Every blob of the message is written (and fsynced) in parallel.
       const [jsons] = await Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
-      const raw = await putting.catch(failed);
+      const raw = await putting;
       const deliveries: InboundDelivery[] = [];
       for (const [i, r] of accepted.entries()) {
         deliveries.push({
