@@ -55,13 +55,19 @@ describe('fs blob store writer threads', () => {
     expect(tmpFiles(threaded.root)).toEqual([]);
   });
 
-  it('writes a blob over 64 KiB from the event loop', async () => {
+  it('writes a blob of up to 1 MiB on a thread, streamed or not, and a larger one from the event loop', async () => {
     const { store: s, root } = store();
-    const bytes = randomBytes(64 * 1024 + 1);
-    const before = blobWriterStats().threaded;
-    const blob = await s.putBuffer(bytes);
-    expect(blobWriterStats().threaded).toBe(before);
-    expect(fs.readFileSync(placed(root, blob.sha256)).equals(bytes)).toBe(true);
+    for (const [size, onThread] of [[100 * 1024, true], [1024 * 1024 - 1, true], [1024 * 1024 + 1, false]] as const) {
+      for (const how of ['buffer', 'stream'] as const) {
+        const bytes = randomBytes(size);
+        const before = blobWriterStats().threaded;
+        const blob = how === 'buffer' ? await s.putBuffer(bytes) : await s.put(Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]));
+        expect(blobWriterStats().threaded - before, `${size} ${how}`).toBe(onThread ? 1 : 0);
+        expect(blob.byteSize).toBe(size);
+        expect(fs.readFileSync(placed(root, blob.sha256)).equals(bytes)).toBe(true);
+      }
+    }
+    expect(tmpFiles(root)).toEqual([]);
   });
 
   it('refuses a blob whose size, MD5 or SHA-256 is not the one expected, and writes nothing', async () => {

@@ -32,8 +32,13 @@ import { BlobWriterUnavailable, DEFAULT_WRITER_THREADS, writeSmallBlob, type Blo
 /** Directories we create are the service's alone (blob files themselves are written 0600). */
 const PRIVATE_DIR = 0o700;
 
-/** Blobs up to this size go to the writer threads (src/blobs/blob-writer.ts). */
-const WRITER_THREAD_MAX_BYTES = 64 * 1024;
+/**
+ * Blobs up to this size go to the writer threads (src/blobs/blob-writer.ts): what the spool writes
+ * in one go (src/blobs/spool.ts: bodies under 1 MiB), and buffers of up to 1 MiB. The limit was
+ * 64 KiB at first, but at 100 KiB (a received message with an attachment) hashing on the event
+ * loop and the thread-pool calls cost it far more than the copy that moves the bytes to a thread.
+ */
+const WRITER_THREAD_MAX_BYTES = 1024 * 1024;
 
 export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
