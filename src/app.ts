@@ -176,14 +176,16 @@ export function createApp(config: Config, options: AppOptions = {}): App {
   };
 }
 
-/** Counts the bytes every put writes (putBuffer goes through put in both stores). */
-function meteredBlobStore<T extends { put: (...args: any[]) => Promise<{ byteSize: number }> }>(store: T, metrics: Metrics): T {
-  const put = store.put.bind(store);
-  store.put = (async (...args: any[]) => {
-    const blob = await put(...args);
-    metrics.blobBytesWritten.inc(blob.byteSize);
-    return blob;
-  }) as T['put'];
+/** Counts the bytes every put and putBuffer writes (in both stores neither calls the other). */
+function meteredBlobStore<T extends { put: (...args: any[]) => Promise<{ byteSize: number }>; putBuffer: (...args: any[]) => Promise<{ byteSize: number }> }>(store: T, metrics: Metrics): T {
+  for (const name of ['put', 'putBuffer'] as const) {
+    const write = store[name].bind(store);
+    store[name] = (async (...args: any[]) => {
+      const blob = await write(...args);
+      metrics.blobBytesWritten.inc(blob.byteSize);
+      return blob;
+    }) as T[typeof name];
+  }
   return store;
 }
 

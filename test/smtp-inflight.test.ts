@@ -1,7 +1,11 @@
 import { expect, it } from 'vitest';
 import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { FsBlobStore } from '../src/blobs/fs-store.ts';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { mailboxWithAddress, smtpSession } from './smtp-helpers.ts';
+import { until } from './ops-helpers.ts';
 import { dataBudgetOf } from '../src/inbound/data-budget.ts';
 
 // Bounds that only show with several sessions at once: the DATA bytes held in memory by all of
@@ -150,3 +154,49 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
     }
   });
 });
+
+describeEachDatabase(
+  'SMTP messages past 1 MiB (written while DATA goes on)',
+  (app) => {
+    it('stores a large message whole, and leaves no temp file when DATA is refused while its bytes are being written', async () => {
+      const user = await app().user();
+      const box = await mailboxWithAddress(app(), user);
+      const tmp = path.join((app().started.deps.blobs as FsBlobStore).root, 'tmp');
+      const parts = () => (fs.existsSync(tmp) ? fs.readdirSync(tmp).filter((f) => f.endsWith('.part')) : []);
+      const a = await connect(app());
+      const b = await connect(app());
+      try {
+        for (const c of [a, b]) {
+          expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+          expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+          expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+          expect(await c.send('DATA')).toMatch(/^354 /);
+        }
+        // A holds 1 MB (under 1 MiB: kept in memory only). B's write to the store begins past 1 MiB,
+        // and B is refused when both together pass the bound (2.5 MB): nothing of B is left.
+        a.write(body(1_000_000, 'held'));
+        await budgetReaches(app(), 900_000);
+        expect(await b.send(body(2_000_000, 'too much') + '.')).toMatch(/^451 4\.3\.2 /);
+        await until('the refused write to end', () => parts().length === 0);
+        a.write('.\r\n');
+        expect(await a.reply()).toMatch(/^250 /);
+        // Past 1 MiB and within the bound: stored whole.
+        const sent = body(1_200_000, 'large') + '.';
+        expect(await b.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+        expect(await b.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
+        expect(await b.send('DATA')).toMatch(/^354 /);
+        const reply = await b.send(sent);
+        expect(reply).toMatch(/^250 /);
+        const id = reply.match(/eml_[A-Za-z0-9]+/)![0];
+        const row = await app().started.deps.db.selectFrom('emails').select(['subject', 'size_bytes']).where('id', '=', id).executeTakeFirstOrThrow();
+        // What was sent, without the final dot.
+        expect({ subject: row.subject, size: Number(row.size_bytes) }).toEqual({ subject: 'large', size: Buffer.byteLength(sent) - 1 });
+        expect(parts()).toEqual([]);
+      } finally {
+        a.close();
+        b.close();
+      }
+    });
+  },
+  { CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES: '2500000' },
+);

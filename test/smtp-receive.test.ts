@@ -200,6 +200,16 @@ describeEachDatabase('inbound SMTP', (app) => {
     expect(blobFiles()).toBe(before);
   });
 
+  it('labels received mail by the list headers that only its message.json holds (taken from memory or from the file)', async () => {
+    const user = await app().user();
+    const box = await mailboxWithAddress(app(), user);
+    const news = await sendMail(app(), { to: box.address, subject: 'Lunch on Friday?', text: 'Are you free?', headers: { 'List-Id': '<weekly.example.org>', 'List-Unsubscribe': '<https://example.org/u>' } });
+    const plain = await sendMail(app(), { to: box.address, subject: 'Lunch on Friday?', text: 'Are you free?' });
+    await labelNow(app());
+    expect((await emailRow(app(), news.emailIds[0]!)).label).toBe('Newsletters');
+    expect((await emailRow(app(), plain.emailIds[0]!)).label).toBe('Personal');
+  });
+
   it('links replies into one conversation, also when the first message was never received', async () => {
     const user = await app().user();
     const box = await mailboxWithAddress(app(), user);

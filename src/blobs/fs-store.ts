@@ -63,7 +63,7 @@ export class FsBlobStore implements BlobStore {
     return this.putVia(body, expect, this.writerThreads > 0);
   }
 
-  /** put(), with small blobs offered to the writer threads or not. */
+  /** put(), with small blobs offered to the writer threads or not (putBuffer never calls put: the app counts the bytes of each once). */
   private async putVia(body: Readable, expect: PutExpectation, threads: boolean): Promise<StoredBlob> {
     await this.ensureLayout();
     const tmp = path.join(this.tmpDir, `${randomUUID()}.part`);
@@ -97,7 +97,7 @@ export class FsBlobStore implements BlobStore {
       // No thread could take it (one was lost): written here, without asking the threads again.
       return this.putVia(Readable.from([bytes]), { byteSize: bytes.length }, false);
     }
-    return this.put(Readable.from([bytes]), { byteSize: bytes.length });
+    return this.putVia(Readable.from([bytes]), { byteSize: bytes.length }, this.writerThreads > 0);
   }
 
   /**

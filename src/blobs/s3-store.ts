@@ -88,7 +88,16 @@ export class S3BlobStore implements BlobStore {
     });
   }
 
-  async put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
+  put(body: Readable, expect: PutExpectation = {}): Promise<StoredBlob> {
+    return this.store(body, expect);
+  }
+
+  putBuffer(bytes: Buffer): Promise<StoredBlob> {
+    return this.store(Readable.from([bytes]), { byteSize: bytes.length });
+  }
+
+  /** put() and putBuffer() (neither calls the other: the app counts the bytes of each once). */
+  private async store(body: Readable, expect: PutExpectation): Promise<StoredBlob> {
     this.spoolReady ??= fsp.mkdir(this.spoolDir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
       this.spoolReady = undefined;
       throw err;
@@ -103,10 +112,6 @@ export class S3BlobStore implements BlobStore {
     } finally {
       await fsp.rm(tmp, { force: true });
     }
-  }
-
-  putBuffer(bytes: Buffer): Promise<StoredBlob> {
-    return this.put(Readable.from([bytes]), { byteSize: bytes.length });
   }
 
   async exists(sha256: string): Promise<boolean> {

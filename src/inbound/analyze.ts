@@ -1,6 +1,6 @@
 import { authenticateMessage, type AuthSummary, type DnsResolver } from './authenticate.ts';
 import { parseMessage } from './parse.ts';
-import type { MessageJson, ParsedFields } from './parse-types.ts';
+import type { ParsedFields } from './parse-types.ts';
 import { spamSignals } from './spam-signals.ts';
 
 /** What one received message needs besides its bytes. */
@@ -16,13 +16,16 @@ export interface AnalyzeInput {
 }
 
 export interface Analysis {
-  parsed: ParsedFields;
+  /** What the store needs of the parsed message: not the sanitized HTML, which only message.json holds. */
+  parsed: InboundFields;
   auth: AuthSummary | null;
   spamFlags: string[];
-  /** message.json per recipient, in `deliveredTo` order: the object and its stored bytes. */
-  messages: MessageJson[];
+  /** message.json per recipient, in `deliveredTo` order, as stored. */
   jsonBytes: Buffer[];
 }
+
+/** The parsed fields the event loop uses (the analysis crosses to it from a thread: less to copy). */
+export type InboundFields = Omit<ParsedFields, 'body_html_sanitized'>;
 
 /**
  * The CPU-heavy part of receiving one message, free of the database and the store: parse it, check
@@ -36,6 +39,6 @@ export async function analyzeMessage(bytes: Buffer, input: AnalyzeInput, resolve
   const spamFlags = spamSignals(bytes, parsed);
   const base = parsed.messageJson();
   const messages = input.deliveredTo.map((address) => ({ ...base, delivered_to: address }));
-  const { messageJson: _fn, ...fields } = parsed;
-  return { parsed: fields, auth, spamFlags, messages, jsonBytes: messages.map((m) => Buffer.from(JSON.stringify(m, null, 2))) };
+  const { messageJson: _fn, body_html_sanitized: _html, ...fields } = parsed;
+  return { parsed: fields, auth, spamFlags, jsonBytes: messages.map((m) => Buffer.from(JSON.stringify(m, null, 2))) };
 }

@@ -1,4 +1,5 @@
-import { Writable, type Readable } from 'node:stream';
+import { PassThrough, Writable, type Readable } from 'node:stream';
+import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AppDeps } from '../context.ts';
 import type { DnsResolver, AuthSummary } from './authenticate.ts';
 import { AnalyzePool } from './analyze-pool.ts';
@@ -10,6 +11,9 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { dataBudgetOf, DataBudgetExceeded, type DataBudget, type DataReservation } from './data-budget.ts';
+
+/** Past this size a message is written to the store while DATA goes on (the spool's one-write limit). */
+const STREAM_FROM_BYTES = 1024 * 1024;
 
 export interface IncomingMessage {
   body: Readable;
@@ -76,22 +80,39 @@ export class InboundPipeline {
     const { deps } = this;
     const maxBytes = Math.min(...msg.recipients.map((r) => r.maxMessageBytes));
     // The bytes are kept as they arrive: parsing and authentication need them, and the raw blob is
-    // written from them once the recipients are known to still take the message.
+    // written from them once the recipients are known to still take the message. A message past
+    // STREAM_FROM_BYTES is written as it comes instead, so that its disk time overlaps DATA.
     const chunks: Buffer[] = [];
     let size = 0;
+    let streamed = null as { body: PassThrough; put: Promise<StoredBlob> } | null;
     const sink = new Writable({
       write(chunk: Buffer, _enc, cb) {
         if (!reservation.take(chunk.length)) return cb(new DataBudgetExceeded());
         size += chunk.length;
         if (size > maxBytes) return cb(new AppError('MESSAGE_TOO_LARGE', `message exceeds the limit of ${maxBytes} bytes`));
         chunks.push(chunk);
+        if (!streamed && size > STREAM_FROM_BYTES) {
+          const body = new PassThrough();
+          streamed = { body, put: deps.blobs.put(body, { maxBytes }) };
+          // A store that fails stops DATA (the reply is a 451 once the rest is drained).
+          streamed.put.catch((err: unknown) => sink.destroy(err as Error));
+          for (const c of chunks.slice(0, -1)) body.write(c);
+        }
+        if (streamed && !streamed.body.write(chunk)) return void streamed.body.once('drain', () => cb());
+        cb();
+      },
+      final(cb) {
+        streamed?.body.end();
         cb();
       },
     });
     msg.body.on('error', (err) => sink.destroy(err));
     const failed = (err: unknown): never => {
-      // Stopped reading: detach so that the caller can drain the rest of DATA.
+      // Stopped reading: detach so that the caller can drain the rest of DATA, and end a write in
+      // progress (its temp file is removed).
       msg.body.unpipe(sink);
+      streamed?.body.destroy(err as Error);
+      streamed?.put.catch(() => undefined);
       chunks.length = 0;
       if (err instanceof DataBudgetExceeded) throw err;
       throw storageFault(err);
@@ -117,17 +138,20 @@ export class InboundPipeline {
         lastRefusal = err;
       }
     }
-    if (!accepted.length) throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
+    if (!accepted.length) {
+      await streamed?.put.catch(() => undefined); // not left running; the sweep takes the blob
+      throw lastRefusal ?? new AppError('RECIPIENT_UNKNOWN', 'no recipient address is receiving any more');
+    }
 
     let expected: (() => void) | undefined;
     const bytes = Buffer.concat(chunks);
     chunks.length = 0; // one copy of the message, not two
     // The raw blob's fsyncs run (on a writer thread or libuv's pool) while the message is parsed and
     // authenticated; it is awaited before the commit.
-    const putting = deps.blobs.putBuffer(bytes);
+    const putting = streamed?.put ?? deps.blobs.putBuffer(bytes);
     putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     try {
-      const { parsed, auth, spamFlags, messages, jsonBytes } = await this.analysis.analyze(bytes, {
+      const { parsed, auth, spamFlags, jsonBytes } = await this.analysis.analyze(bytes, {
         deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta,
       });
       report.auth = auth;
@@ -149,7 +173,6 @@ export class InboundPipeline {
           raw,
           parsed,
           messageJson: jsons[i]!,
-          message: messages[i]!,
           storedAttachments,
           envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
           auth,

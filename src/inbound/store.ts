@@ -3,7 +3,8 @@ import type { AppDeps } from '../context.ts';
 import type { DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AuthSummary } from './authenticate.ts';
-import type { AttachmentSummary, MessageJson, ParsedFields } from './parse-types.ts';
+import type { AttachmentSummary } from './parse-types.ts';
+import type { InboundFields } from './analyze.ts';
 import { recentMessagesOf } from '../labels/recent-messages.ts';
 import type { PlanLimits } from '../accounts/plans.ts';
 import { checkContentLimits, type GroupUsage } from '../files/files.write.ts';
@@ -34,12 +35,10 @@ export interface InboundDelivery {
   deliveredTo: string;
   receivedAt: Date;
   raw: StoredBlob;
-  /** The parsed message (its fields only: it may come from a worker thread). */
-  parsed: ParsedFields;
+  /** The parsed message (the fields the store uses: it may come from a worker thread). */
+  parsed: InboundFields;
   /** message.json for this recipient (delivered_to differs per recipient). */
   messageJson: StoredBlob;
-  /** Its content, when the caller has it: handed to the labeling job (src/labels/recent-messages.ts). */
-  message?: MessageJson;
   /** Attachments whose bytes were stored; the others count as omitted. */
   storedAttachments: AttachmentSummary[];
   envelope: { mailFrom: string | null; clientIp: string | null; helo: string | null };
@@ -148,9 +147,16 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     await queueWebhookDeliveries(deps, trx, batch.events, webhooks);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
-  // Committed: the labeling job may take each message.json from memory instead of the store.
+  // Committed: the labeling job may take what it reads of each message.json from memory instead
+  // of the store.
   const recent = recentMessagesOf(deps);
-  if (recent) for (const d of deliveries) if (d.message && d.jsonFileId) recent.put(d.jsonFileId, d.message, d.messageJson.byteSize);
+  if (recent) {
+    for (const d of deliveries) {
+      if (!d.jsonFileId) continue;
+      const attachments = d.parsed.attachments.map(({ content: _bytes, ...summary }) => summary);
+      recent.put(d.jsonFileId, { headers: d.parsed.headers, list_headers: d.parsed.list_headers, attachments }, d.messageJson.byteSize);
+    }
+  }
   return { durable };
 }
 

@@ -1,19 +1,27 @@
 import type { MessageJson } from '../inbound/parse-types.ts';
 
 /**
- * The message.json objects the inbound pipeline has just stored, for the labeling job that reads
- * them a moment later: it takes the object instead of looking the file up, reading it back from the
- * blob store and parsing it (three steps per received message). Keyed by the message.json file's
- * id; each entry is taken once. Bounded by the serialized size: when full, the oldest entries go,
- * and the labeler reads those from the store as before. Kept only in a process that runs the worker.
+ * What the labeler reads of a message.json beyond the email's row (src/labels/labeler.ts
+ * labelInputFromMessage): the headers, the list headers, and the names of every attachment (the
+ * row lists only the stored ones).
+ */
+export type LabelHints = Pick<MessageJson, 'headers' | 'list_headers' | 'attachments'>;
+
+/**
+ * The message.json parts the inbound pipeline has just stored (LabelHints), for the labeling job
+ * that reads them a moment later: it takes them instead of looking the file up, reading it back
+ * from the blob store and parsing it (three steps per received message). Keyed by the message.json
+ * file's id; each entry is taken once. Bounded by the file's size: when full, the oldest entries
+ * go, and the labeler reads those from the store as before. Kept only in a process that runs the
+ * worker.
  */
 export class RecentMessages {
-  private readonly entries = new Map<string, { message: MessageJson; bytes: number }>();
+  private readonly entries = new Map<string, { message: LabelHints; bytes: number }>();
   private bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
 
-  put(jsonFileId: string, message: MessageJson, bytes: number): void {
+  put(jsonFileId: string, message: LabelHints, bytes: number): void {
     if (bytes > this.maxBytes) return;
     this.entries.set(jsonFileId, { message, bytes });
     this.bytes += bytes;
@@ -24,7 +32,7 @@ export class RecentMessages {
     }
   }
 
-  take(jsonFileId: string): MessageJson | undefined {
+  take(jsonFileId: string): LabelHints | undefined {
     const e = this.entries.get(jsonFileId);
     if (!e) return undefined;
     this.entries.delete(jsonFileId);
