@@ -23,6 +23,14 @@ async function connect(app: TestApp) {
   };
 }
 
+/** Takes a session from EHLO (unless `again`: a second transaction) to DATA's 354 for `to`. */
+async function toData(c: Awaited<ReturnType<typeof connect>>, to: string[], again = false): Promise<void> {
+  if (!again) expect(await c.send('EHLO client.example')).toMatch(/^250 /);
+  expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
+  for (const address of to) expect(await c.send(`RCPT TO:<${address}>`)).toMatch(/^250 /);
+  expect(await c.send('DATA')).toMatch(/^354 /);
+}
+
 function body(bytes: number, subject: string): string {
   const line = 'x'.repeat(76) + '\r\n';
   return `From: a@example.com\r\nTo: b@example.com\r\nSubject: ${subject}\r\n\r\n` + line.repeat(Math.ceil(bytes / line.length));
@@ -43,12 +51,7 @@ describeEachDatabase(
       const a = await connect(app());
       const b = await connect(app());
       try {
-        for (const c of [a, b]) {
-          expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-          expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-          expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-          expect(await c.send('DATA')).toMatch(/^354 /);
-        }
+        for (const c of [a, b]) await toData(c, [box.address]);
         // A is in the middle of a 150 KB message: its bytes are held while it streams.
         a.write(body(150_000, 'first'));
         await budgetReaches(app(), 100_000);
@@ -58,9 +61,7 @@ describeEachDatabase(
         expect(await a.reply()).toMatch(/^250 /);
         // Nothing is held once A is stored, and B's retry on the same connection is accepted.
         expect(dataBudgetOf(app().started.deps).inUse).toBe(0);
-        expect(await b.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-        expect(await b.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-        expect(await b.send('DATA')).toMatch(/^354 /);
+        await toData(b, [box.address], true);
         expect(await b.send(body(150_000, 'second') + '.')).toMatch(/^250 /);
         const subjects = await app().started.deps.db.selectFrom('emails').select('subject').where('mailbox_id', '=', box.id).orderBy('seq').execute();
         expect(subjects.map((s) => s.subject)).toEqual(['first', 'second']);
@@ -81,10 +82,7 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
   async function sendAfter(to: string[], subject: string, meanwhile: () => Promise<unknown> = async () => undefined): Promise<string> {
     const c = await connect(app());
     try {
-      expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-      expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-      for (const address of to) expect(await c.send(`RCPT TO:<${address}>`)).toMatch(/^250 /);
-      expect(await c.send('DATA')).toMatch(/^354 /);
+      await toData(c, to);
       await meanwhile();
       return await c.send(body(5_000, subject) + '.');
     } finally {
@@ -136,12 +134,7 @@ describeEachDatabase('SMTP monthly allowance under concurrency', (app) => {
     await app().started.deps.db.insertInto('received_usage').values({ scope_id: user.accountId, period, count: 1_998, bytes: 0 }).execute();
     const conns = await Promise.all([0, 1, 2, 3, 4].map(() => connect(app())));
     try {
-      for (const c of conns) {
-        expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-        expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-        expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-        expect(await c.send('DATA')).toMatch(/^354 /);
-      }
+      for (const c of conns) await toData(c, [box.address]);
       const replies = await Promise.all(conns.map((c, i) => c.send(body(200, `m${i}`) + '.')));
       expect(replies.filter((r) => /^250 /.test(r))).toHaveLength(2);
       expect(replies.filter((r) => /^452 4\.2\.2 /.test(r))).toHaveLength(3);
@@ -166,12 +159,7 @@ describeEachDatabase(
       const a = await connect(app());
       const b = await connect(app());
       try {
-        for (const c of [a, b]) {
-          expect(await c.send('EHLO client.example')).toMatch(/^250 /);
-          expect(await c.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-          expect(await c.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-          expect(await c.send('DATA')).toMatch(/^354 /);
-        }
+        for (const c of [a, b]) await toData(c, [box.address]);
         // A holds 1 MB (under 1 MiB: kept in memory only). B's write to the store begins past 1 MiB,
         // and B is refused when both together pass the bound (2.5 MB): nothing of B is left.
         a.write(body(1_000_000, 'held'));
@@ -182,9 +170,7 @@ describeEachDatabase(
         expect(await a.reply()).toMatch(/^250 /);
         // Past 1 MiB and within the bound: stored whole.
         const sent = body(1_200_000, 'large') + '.';
-        expect(await b.send('MAIL FROM:<a@example.com>')).toMatch(/^250 /);
-        expect(await b.send(`RCPT TO:<${box.address}>`)).toMatch(/^250 /);
-        expect(await b.send('DATA')).toMatch(/^354 /);
+        await toData(b, [box.address], true);
         const reply = await b.send(sent);
         expect(reply).toMatch(/^250 /);
         const id = reply.match(/eml_[A-Za-z0-9]+/)![0];

@@ -2,6 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import { analyzeMessage, type AnalyzeInput } from './analyze.ts';
 import type { DnsResolver } from './authenticate.ts';
 import { dnsError } from './authenticate-dns.ts';
+import { KeptAnswers } from './dns-cache.ts';
 
 // A thread of the analysis pool (src/inbound/analyze-pool.ts): runs analyzeMessage for the event
 // loop. DNS stays with the main thread (its resolver, cache and the tests' stand-ins), asked here
@@ -20,21 +21,17 @@ export type FromWorker =
 
 const port = parentPort!;
 let nextQid = 1;
-type DnsAnswer = Extract<ToWorker, { kind: 'dns' }>;
-const lookups = new Map<number, { key: string; resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
-/** Answers that may be reused, by `rrtype name`, until their `until` (Date.now() time). */
-const kept = new Map<string, { answer: DnsAnswer; error?: Error }>();
-const MAX_KEPT = 10_000;
+const lookups = new Map<number, { name: string; rrtype: string; resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+// Answers the main thread said may be reused. A kept "no record" is thrown as the same error each
+// time: building one (its stack) cost more than the rest of the lookup.
+const kept = new KeptAnswers<{ value?: unknown; error?: Error; until: number }>();
 
 const resolver: DnsResolver = (name, rrtype) =>
   new Promise((resolve, reject) => {
-    const key = `${rrtype} ${name.toLowerCase()}`;
-    const hit = kept.get(key);
-    // A kept "no record" is thrown as the same error each time: building one (its stack) cost more
-    // than the rest of the lookup.
-    if (hit && hit.answer.until! > Date.now()) return hit.error ? reject(hit.error) : resolve(hit.answer.value);
+    const hit = kept.get(name, rrtype);
+    if (hit) return hit.error ? reject(hit.error) : resolve(hit.value);
     const qid = nextQid++;
-    lookups.set(qid, { key, resolve, reject });
+    lookups.set(qid, { name, rrtype, resolve, reject });
     port.postMessage({ kind: 'dns', qid, name, rrtype } satisfies FromWorker);
   });
 
@@ -44,10 +41,7 @@ port.on('message', (msg: ToWorker) => {
     lookups.delete(msg.qid);
     if (!pending) return;
     const error = msg.error && dnsError(msg.error.code, msg.error.message);
-    if ((msg.until ?? 0) > Date.now()) {
-      if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value!);
-      kept.set(pending.key, { answer: msg, error });
-    }
+    kept.keep(pending.name, pending.rrtype, { value: msg.value, error, until: msg.until ?? 0 });
     if (error) pending.reject(error);
     else pending.resolve(msg.value);
     return;

@@ -22,24 +22,17 @@ export interface CachingResolver extends DnsResolver {
  */
 export function cachingResolver(inner: DnsResolver, opts: { ttlMs?: number; maxEntries?: number } = {}): CachingResolver {
   const ttlMs = opts.ttlMs ?? 60_000;
-  const maxEntries = opts.maxEntries ?? 10_000;
-  const cache = new Map<string, ExpiringAnswer>();
+  const cache = new KeptAnswers<ExpiringAnswer>(opts.maxEntries);
   const withExpiry = async (name: string, rrtype: string): Promise<ExpiringAnswer> => {
-    const key = `${rrtype} ${name.toLowerCase()}`;
-    const hit = cache.get(key);
+    const hit = cache.get(name, rrtype);
+    if (hit) return hit;
     const now = Date.now();
-    if (hit && hit.until > now) return hit;
-    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
     try {
-      const answer = { value: await inner(name, rrtype), until: now + ttlMs };
-      cache.set(key, answer);
-      return answer;
+      return cache.keep(name, rrtype, { value: await inner(name, rrtype), until: now + ttlMs });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException)?.code;
       const cacheable = code === 'ENOTFOUND' || code === 'ENODATA';
-      const answer = { error: err, until: cacheable ? now + ttlMs : 0 };
-      if (cacheable) cache.set(key, answer);
-      return answer;
+      return cache.keep(name, rrtype, { error: err, until: cacheable ? now + ttlMs : 0 });
     }
   };
   const resolve = async (name: string, rrtype: string) => {
@@ -52,4 +45,28 @@ export function cachingResolver(inner: DnsResolver, opts: { ttlMs?: number; maxE
 
 export function isCachingResolver(resolver: DnsResolver): resolver is CachingResolver {
   return typeof (resolver as Partial<CachingResolver>).withExpiry === 'function';
+}
+
+/**
+ * Answers by name and type, each until its `until` (Date.now() time), at most `maxEntries` (the
+ * oldest go first). Used by the caching resolver and by the analysis threads' copies of its answers.
+ */
+export class KeptAnswers<A extends { until: number }> {
+  private readonly answers = new Map<string, A>();
+
+  constructor(private readonly maxEntries = 10_000) {}
+
+  get(name: string, rrtype: string): A | undefined {
+    const hit = this.answers.get(`${rrtype} ${name.toLowerCase()}`);
+    return hit && hit.until > Date.now() ? hit : undefined;
+  }
+
+  /** Keeps `answer` if it is still good (an `until` in the past is not kept); returns it. */
+  keep(name: string, rrtype: string, answer: A): A {
+    if (answer.until <= Date.now()) return answer;
+    const key = `${rrtype} ${name.toLowerCase()}`;
+    if (!this.answers.has(key) && this.answers.size >= this.maxEntries) this.answers.delete(this.answers.keys().next().value!);
+    this.answers.set(key, answer);
+    return answer;
+  }
 }
