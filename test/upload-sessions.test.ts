@@ -129,6 +129,39 @@ function sessionsSuite(app: () => TestApp) {
     expect(await filePaths(app(), u.key, m.id)).toEqual(['one.txt', 'two.txt']);
   });
 
+  it('finalize_batch saves new files and new versions of live files in one call; a plan limit reached mid-batch saves nothing and names the path', async () => {
+    const u = await app().user();
+    const m = await newMailbox(app(), u.key);
+    await uploadFile(app(), u.key, m.id, 'old.txt', 'v1');
+    await uploadFile(app(), u.key, m.id, 'keep.txt', 'same');
+    await uploadFile(app(), u.key, m.id, 'full.txt', 'f1');
+    const s = sessionsOf(app(), 'R', u.key, m.id);
+    const id = (await s.create()).body.data.mailbox_upload_session.id;
+    const files: [string, string][] = [['new1.txt', 'n1'], ['old.txt', 'v2 longer'], ['new2.txt', 'n2']];
+    const declared = await s.uploads(id, [...files.map(([p, c]) => descriptor(p, c)), descriptor('keep.txt', 'same')]);
+    expect(declared.body.data.skipped.map((x: any) => x.path)).toEqual(['keep.txt']);
+    for (const [i, [, c]] of files.entries()) await putBytes(declared.body.data.uploads[i].upload, c);
+    const saved = await s.batch(id, 12);
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.body.data.uploaded.map((x: any) => [x.path, x.created, x.version.version_number])).toEqual([['new1.txt', true, 1], ['old.txt', false, 2], ['new2.txt', true, 1]]);
+    const old = await app().request('GET', `/v1/mailboxes/${m.id}/files/by_path`, { key: u.key, query: { path: 'old.txt' } });
+    expect(old.body.data.file.current_file_version).toMatchObject({ version_number: 2, byte_size: 9 });
+    // Counts move with each file: two new ones, and old.txt grew from 2 to 9 bytes.
+    expect(await mailboxOf(app(), u.key, m.id)).toMatchObject({ files_count: 5, storage_bytes: 9 + 4 + 2 + 2 + 2 });
+
+    // full.txt at the plan's version cap: the batch around it fails and writes nothing.
+    const cap = (await dbOf(app()).selectFrom('accounts').select('plan').where('id', '=', m.account_id).executeTakeFirstOrThrow()).plan;
+    const { PLANS } = await import('../src/accounts/plans.ts');
+    await dbOf(app()).updateTable('files').set({ version_count: PLANS[cap].max_file_versions_per_file! }).where('mailbox_id', '=', m.id).where('live_path', '=', 'full.txt').execute();
+    const more = await s.uploads(id, [descriptor('a.txt', 'a'), descriptor('full.txt', 'f2'), descriptor('b.txt', 'b')]);
+    for (const [i, c] of ['a', 'f2', 'b'].entries()) await putBytes(more.body.data.uploads[i].upload, c);
+    const refused = await s.batch(id, 12);
+    const err = expectError(refused, 'R', 403, 'FILE_VERSION_LIMIT_REACHED');
+    expect(err.details.path).toBe('full.txt');
+    expect(await filePaths(app(), u.key, m.id)).toEqual(['full.txt', 'keep.txt', 'new1.txt', 'new2.txt', 'old.txt']);
+    expect(await mailboxOf(app(), u.key, m.id)).toMatchObject({ files_count: 5, storage_bytes: 19 });
+  });
+
   it('S3: wrong bytes kept by the store fail finalize_batch with 422 naming the path, nothing saved; a new PUT and retry succeeds', async (t) => {
     if (!isS3(app())) t.skip(); // the fs store refuses wrong bytes at the PUT (files.test.ts)
     const u = await app().user();

@@ -3,7 +3,7 @@ import { parseRange } from '../http/range.ts';
 import type { AppDeps } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { signToken, verifyToken } from '../http/signed.ts';
-import { recordUploaded, UPLOAD_URL } from './direct-uploads.service.ts';
+import { findDirectUpload, recordUploaded, UPLOAD_URL } from './direct-uploads.service.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { attachmentDisposition } from '../blobs/content-disposition.ts';
 
@@ -40,7 +40,7 @@ export async function registerBlobRoutes(app: FastifyInstance, deps: AppDeps) {
 
     scope.put('/blobs/uploads/:token', { schema: { hide: true }, config: { auth: false } }, async (req: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply) => {
       const payload = verifyToken<{ id: string }>(deps.secret, UPLOAD_URL, req.params.token, deps.now());
-      const row = payload ? await deps.db.selectFrom('direct_uploads').selectAll().where('id', '=', payload.id).executeTakeFirst() : undefined;
+      const row = payload ? await findDirectUpload(deps.db, payload.id) : undefined;
       if (!row || row.status !== 'pending') throw new AppError('UPLOAD_URL_EXPIRED');
       const mismatch = (header: string, expected: string) => new AppError('UPLOAD_CHECKSUM_MISMATCH', `${header} must be exactly the header returned with the upload URL.`, { header, expected });
       const ct = String(req.headers['content-type'] ?? '');

@@ -13,6 +13,7 @@ import { checkContentLimits } from './files.write.ts';
 import { findFileByPath, versionsById } from './files.repo.ts';
 import { BlobMismatchError, type StoredBlob } from '../blobs/blob-store.ts';
 import { recordUploaded } from './record-uploads.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
 
 export { recordUploaded };
 
@@ -27,6 +28,13 @@ export interface BlobDeclaration {
   checksum: string;
   content_type: string;
   sha256: string;
+}
+
+// Read for every PUT of bytes: built once (src/db/compiled-query.ts).
+const UPLOAD_BY_ID = compiledQuery((db, id: string) => db.selectFrom('direct_uploads').selectAll().where('id', '=', id), 1);
+
+export function findDirectUpload(db: Kysely<DB>, id: string): Promise<DirectUploadsTable | undefined> {
+  return UPLOAD_BY_ID.executeTakeFirst(db, id);
 }
 
 export function checkDeclaration(b: BlobDeclaration, field: string): BlobDeclaration {
@@ -100,7 +108,7 @@ export async function uploadTarget(ctx: RequestCtx, row: DirectUploadsTable): Pr
 /** The direct upload a signed blob id names, if it belongs to this mailbox. */
 export async function resolveSignedBlob(db: Kysely<DB>, secret: string, mailboxId: string, signed: string, field = 'signed_blob_id'): Promise<DirectUploadsTable> {
   const id = verifySignedId(secret, SIGNED_BLOB, signed);
-  const row = id ? await db.selectFrom('direct_uploads').selectAll().where('id', '=', id).executeTakeFirst() : undefined;
+  const row = id ? await findDirectUpload(db, id) : undefined;
   if (!row || row.mailbox_id !== mailboxId) throw new AppError('DIRECT_UPLOAD_INVALID', undefined, { field });
   return row;
 }

@@ -24,8 +24,27 @@ export function findLiveFile(db: Kysely<DB>, mailboxId: string, fileId: string):
   return db.selectFrom('files').selectAll().where('mailbox_id', '=', mailboxId).where('id', '=', fileId).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
+// Read for every file written (upload sessions save up to 100 per call): built once.
+const FILE_BY_PATH = compiledQuery((db, mailboxId: string, path: string) => db.selectFrom('files').selectAll().where('mailbox_id', '=', mailboxId).where('live_path', '=', path), 2);
+const VERSION_BY_ID = compiledQuery((db, id: string) => db.selectFrom('file_versions').selectAll().where('id', '=', id), 1);
+
 export function findFileByPath(db: Kysely<DB>, mailboxId: string, path: string): Promise<FilesTable | undefined> {
-  return db.selectFrom('files').selectAll().where('mailbox_id', '=', mailboxId).where('live_path', '=', path).executeTakeFirst();
+  return FILE_BY_PATH.executeTakeFirst(db, mailboxId, path);
+}
+
+/** The live files at these paths of a mailbox, by path. */
+export async function filesByPath(db: Kysely<DB>, mailboxId: string, paths: string[]): Promise<Map<string, FilesTable>> {
+  const out = new Map<string, FilesTable>();
+  // Chunks well under the databases' bound-parameter limits.
+  for (let i = 0; i < paths.length; i += 500) {
+    const rows = await db.selectFrom('files').selectAll().where('mailbox_id', '=', mailboxId).where('live_path', 'in', paths.slice(i, i + 500)).execute();
+    for (const r of rows) out.set(r.live_path!, r);
+  }
+  return out;
+}
+
+export function findVersion(db: Kysely<DB>, id: string): Promise<FileVersionsTable | undefined> {
+  return VERSION_BY_ID.executeTakeFirst(db, id);
 }
 
 export async function versionsById(db: Kysely<DB>, ids: (string | null)[]): Promise<Map<string, FileVersionsTable>> {

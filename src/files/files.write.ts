@@ -5,6 +5,21 @@ import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 import type { MailboxChange } from './mailbox-change.ts';
 import { isPdf } from './paths.ts';
+import { compiledInsert, compiledQuery } from '../db/compiled-query.ts';
+import { filesByPath, findFileByPath, findVersion, versionsById } from './files.repo.ts';
+
+// Every file written runs these (an upload session saves up to 100 per call): built once
+// (src/db/compiled-query.ts), since building them cost more than SQLite takes to run them.
+const INSERT_FILE = compiledInsert('files');
+const INSERT_VERSION = compiledInsert('file_versions');
+const UPDATE_FILE = compiledQuery(
+  (db, id: string, versionId: string, versionCount: number, role: FileRole, user: string | null, key: string | null, agent: string | null, at: string) =>
+    db
+      .updateTable('files')
+      .set({ current_version_id: versionId, version_count: versionCount, role, updated_by_user_id: user, updated_by_api_key_id: key, updated_by_agent: agent, updated_at: at })
+      .where('id', '=', id),
+  8,
+);
 
 export interface NewContent {
   path: string;
@@ -80,15 +95,60 @@ function versionRow(change: MailboxChange, file: FilesTable, fields: Pick<FileVe
  * the live file at that path, or a skip (identical content, or policy `skip`).
  */
 export async function writeFileVersion(change: MailboxChange, limits: PlanLimits, group: GroupUsage, input: NewContent): Promise<WriteResult> {
-  const trx = change.trx;
+  const existing = input.knownNew ? undefined : await findFileByPath(change.trx, change.mailboxId, input.path);
+  const current = existing?.current_version_id ? await findVersion(change.trx, existing.current_version_id) : undefined;
+  const planned = planWrite(change, limits, group, input, existing, current);
+  if (planned.write) await applyWrites(change, [planned.write]);
+  return planned.result;
+}
+
+/**
+ * writeFileVersion for many paths at once (an upload session's save): the live files and their
+ * current versions are read in one query each and the new rows inserted in one statement per
+ * table, instead of four statements per file. Each file is checked in order against the limits
+ * as the ones before it left them, so the outcome, and the first error, are writeFileVersion's
+ * one after the other. A path given twice is written one file at a time (the second write must
+ * see the first).
+ */
+export async function writeFileVersions(change: MailboxChange, limits: PlanLimits, group: GroupUsage, inputs: NewContent[]): Promise<WriteResult[]> {
+  const paths = inputs.map((i) => i.path);
+  if (new Set(paths).size !== paths.length) {
+    const out: WriteResult[] = [];
+    for (const input of inputs) out.push(await writeFileVersion(change, limits, group, input));
+    return out;
+  }
+  const live = await filesByPath(change.trx, change.mailboxId, inputs.filter((i) => !i.knownNew).map((i) => i.path));
+  const versions = await versionsById(change.trx, [...live.values()].map((f) => f.current_version_id));
+  const results: WriteResult[] = [];
+  const writes: PlannedWrite[] = [];
+  for (const input of inputs) {
+    const existing = live.get(input.path);
+    const current = existing?.current_version_id ? versions.get(existing.current_version_id) : undefined;
+    const planned = planWrite(change, limits, group, input, existing, current);
+    results.push(planned.result);
+    if (planned.write) writes.push(planned.write);
+  }
+  await applyWrites(change, writes);
+  return results;
+}
+
+interface PlannedWrite {
+  /** The file row to insert (a new file), or the live file to point at its new version. */
+  file: FilesTable;
+  isNew: boolean;
+  version: FileVersionsTable;
+}
+
+/**
+ * What writing `input` does, given the live file at its path and that file's current version:
+ * the checks, the rows, and the change's counters moved. Nothing is written.
+ */
+function planWrite(change: MailboxChange, limits: PlanLimits, group: GroupUsage, input: NewContent, existing: FilesTable | undefined, current: FileVersionsTable | undefined): { result: WriteResult; write?: PlannedWrite } {
+  if (existing?.current_version_id && !current) throw new Error(`file ${existing.id} names a missing current version ${existing.current_version_id}`);
   const now = iso(change.now);
-  const existing = input.knownNew ? undefined : await trx.selectFrom('files').selectAll().where('mailbox_id', '=', change.mailboxId).where('live_path', '=', input.path).executeTakeFirst();
-  const current = existing?.current_version_id
-    ? await trx.selectFrom('file_versions').selectAll().where('id', '=', existing.current_version_id).executeTakeFirstOrThrow()
-    : undefined;
   if (existing && current) {
-    if (current.sha256 === input.sha256 && !input.recordIdentical) return { file: existing, version: current, created: false, skipped: true, duplicate: true, skipCode: 'DUPLICATE_FILE_VERSION' };
-    if (input.policy === 'skip') return { file: existing, version: current, created: false, skipped: true, duplicate: false, skipCode: 'FILE_EXISTS' };
+    if (current.sha256 === input.sha256 && !input.recordIdentical) return { result: { file: existing, version: current, created: false, skipped: true, duplicate: true, skipCode: 'DUPLICATE_FILE_VERSION' } };
+    if (input.policy === 'skip') return { result: { file: existing, version: current, created: false, skipped: true, duplicate: false, skipCode: 'FILE_EXISTS' } };
   }
   checkContentLimits(limits, input.basename, input.mimeType, input.byteSize);
   // storage_bytes counts the current version of each live file; history is bounded by max_file_versions_per_file.
@@ -149,7 +209,8 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     created_by_system: input.createdBySystem,
     deleted: 0,
   });
-  const patch = {
+  const written: FilesTable = {
+    ...file,
     current_version_id: version.id,
     version_count: version.version_number,
     role: input.role ?? file.role,
@@ -158,17 +219,34 @@ export async function writeFileVersion(change: MailboxChange, limits: PlanLimits
     updated_by_agent: who.agent,
     updated_at: now,
   };
-  // A new file is inserted already pointing at its first version (two statements instead of three).
-  if (existing) {
-    await trx.insertInto('file_versions').values(version).execute();
-    await trx.updateTable('files').set(patch).where('id', '=', file.id).execute();
-  } else {
-    await trx.insertInto('files').values({ ...file, ...patch }).execute();
-    await trx.insertInto('file_versions').values(version).execute();
-  }
   change.storageDelta += growth;
   change.written.push({ sha256: input.sha256, name: version.name, mime: input.mimeType, account_id: change.accountId });
-  return { file: { ...file, ...patch }, version, created: !existing, skipped: false, duplicate: false, skipCode: null };
+  return { result: { file: written, version, created: !existing, skipped: false, duplicate: false, skipCode: null }, write: { file: written, isNew: !existing, version } };
+}
+
+/** Bound parameters per multi-row insert: under both databases' limits (SQLite 32,766, Postgres 65,535). */
+const MAX_INSERT_PARAMETERS = 20_000;
+
+/** Inserts the planned rows: new files (already pointing at their first version), then every version, then moves live files to theirs. */
+async function applyWrites(change: MailboxChange, writes: PlannedWrite[]): Promise<void> {
+  const trx = change.trx;
+  const files = writes.filter((w) => w.isNew).map((w) => w.file);
+  const versions = writes.map((w) => w.version);
+  for (const chunk of chunks(files, MAX_INSERT_PARAMETERS)) await INSERT_FILE(trx, chunk);
+  for (const chunk of chunks(versions, MAX_INSERT_PARAMETERS)) await INSERT_VERSION(trx, chunk);
+  for (const w of writes) {
+    if (w.isNew) continue;
+    const f = w.file;
+    await UPDATE_FILE.execute(trx, f.id, f.current_version_id!, f.version_count, f.role, f.updated_by_user_id, f.updated_by_api_key_id, f.updated_by_agent, f.updated_at);
+  }
+}
+
+function chunks<T extends object>(rows: T[], maxParameters: number): T[][] {
+  if (!rows.length) return [];
+  const perChunk = Math.max(1, Math.floor(maxParameters / Object.keys(rows[0]!).length));
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += perChunk) out.push(rows.slice(i, i + perChunk));
+  return out;
 }
 
 /** Records a deletion as a version and frees the path. */

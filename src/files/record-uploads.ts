@@ -4,6 +4,7 @@ import type { DurableCommits } from '../db/durable-commit.ts';
 import { iso } from '../time.ts';
 import { touchSessions } from '../uploads/upload-sessions.repo.ts';
 import { GroupCommit } from '../db/group-commit.ts';
+import { insertBlobRows } from '../blobs/blob-rows.ts';
 
 // Marking direct uploads as received, through the group commit (src/db/group-commit.ts): every
 // upload whose bytes became durable while the previous commit ran is recorded by the next one, in
@@ -33,11 +34,7 @@ async function commitGroup(ctx: Deps, group: Uploaded[], at: Date): Promise<{ du
   const now = iso(at);
   const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now }]));
   const { durable } = await ctx.commits.commit(async (trx) => {
-    await trx
-      .insertInto('blobs')
-      .values([...blobs.values()])
-      .onConflict((oc) => oc.column('sha256').doNothing())
-      .execute();
+    await insertBlobRows(trx, [...blobs.values()]);
     await trx
       .updateTable('direct_uploads')
       .set({ status: 'uploaded', uploaded_at: now })

@@ -21,6 +21,7 @@ import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
 import { compiledInsert, compiledQuery } from '../db/compiled-query.ts';
 import { WriteBatch } from '../db/write-batch.ts';
+import { insertBlobRows } from '../blobs/blob-rows.ts';
 import { receivedUsageUpsert } from './usage.ts';
 import { emailDirectory } from './layout.ts';
 import { ConversationIndex } from './conversations.ts';
@@ -195,7 +196,6 @@ const INSERTS = {
   mailbox_versions: compiledInsert('mailbox_versions'),
   emails: compiledInsert('emails'),
 };
-const INSERT_BLOBS = compiledInsert('blobs', (qb) => qb.onConflict((oc: any) => oc.column('sha256').doNothing()));
 
 /** Multi-row inserts in chunks that stay under the databases' bound-parameter limits. */
 function inserts<T extends keyof typeof INSERTS>(trx: Kysely<DB>, table: T, rows: DB[T][]): CompiledQuery[] {
@@ -215,7 +215,7 @@ function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string)
   }
   const all = [...rows.values()].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
   const out: CompiledQuery[] = [];
-  for (let i = 0; i < all.length; i += 2000) out.push(INSERT_BLOBS.compile(trx, all.slice(i, i + 2000)));
+  for (let i = 0; i < all.length; i += 2000) out.push(insertBlobRows.compile(trx, all.slice(i, i + 2000)));
   return out;
 }
 

@@ -8,12 +8,12 @@ import { billingGroupId } from '../accounts/accounts.service.ts';
 import { recordActivity } from '../activity/activity.service.ts';
 import { loadMailbox, type LoadedMailbox } from '../mailboxes/mailboxes.service.ts';
 import { MailboxChange } from '../files/mailbox-change.ts';
-import { deleteFileVersion, writeFileVersion } from '../files/files.write.ts';
+import { deleteFileVersion, writeFileVersions } from '../files/files.write.ts';
 import { queueExtraction } from '../search/queue-extraction.ts';
 import { groupUsage } from '../files/files.repo.ts';
 import { cleanPath } from '../files/paths.ts';
 import { ensureUploaded } from '../files/direct-uploads.service.ts';
-import { countPruneCandidates, countUnsaved, lockMailboxRow, nextUnsaved, pruneCandidates, updateLockProgress, type SessionCounts } from './upload-sessions.repo.ts';
+import { countPruneCandidates, countUnsaved, lockMailboxRow, markSaved, markSkipped, nextUnsaved, pruneCandidates, updateLockProgress, type SessionCounts } from './upload-sessions.repo.ts';
 import { closedError, closeSession, loadSession, recheckPending, requirePending } from './upload-sessions.lifecycle.ts';
 import { forSessionWrite } from './upload-sessions.service.ts';
 import type { SavedItem, SessionResult, SkipItem } from './upload-sessions.present.ts';
@@ -86,23 +86,30 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
     const at = iso(now);
     for (const row of rows) {
       if (row.upload_status === 'pending') throw new AppError('DIRECT_UPLOAD_NOT_FOUND', `No bytes were uploaded for ${row.path}; upload them again, then retry.`, { path: row.path });
-      const p = cleanPath(row.path);
-      const r = await writeFileVersion(change, limits, group, {
-        ...p,
+    }
+    const results = await writeFileVersions(
+      change,
+      limits,
+      group,
+      rows.map((row) => ({
+        ...cleanPath(row.path),
         name: row.name,
         sha256: row.sha256,
         byteSize: Number(row.byte_size),
         mimeType: row.content_type,
         reason: opts.reason,
         createdBySystem: 'api',
-        policy: 'replace',
-      });
+        policy: 'replace' as const,
+      })),
+    );
+    for (const [i, row] of rows.entries()) {
+      const r = results[i]!;
       if (r.skipped) {
         const reason = 'Identical content is already stored at this path.';
-        await trx.updateTable('upload_session_files').set({ status: 'skipped', skip_code: r.skipCode, skip_reason: reason }).where('id', '=', row.id).execute();
+        await markSkipped(trx, row.id, r.skipCode, reason);
         skipped.push({ path: row.path, name: row.name, reason: 'duplicate', code: r.skipCode ?? 'DUPLICATE_FILE_VERSION', input_index: row.input_index, details: { message: reason } });
       } else {
-        await trx.updateTable('upload_session_files').set({ status: 'saved', file_id: r.file.id, file_version_id: r.version.id, created: r.created ? 1 : 0, saved_at: at }).where('id', '=', row.id).execute();
+        await markSaved(trx, row.id, { fileId: r.file.id, versionId: r.version.id, created: r.created, at });
         saved.push({ input_index: row.input_index, path: row.path, file: r.file, version: r.version, created: r.created });
       }
     }

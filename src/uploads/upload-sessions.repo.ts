@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB, UploadSessionFilesTable, UploadSessionsTable } from '../db/schema.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
 
 export const LOCK_KIND = 'upload_session';
 /** Activity closer than this to the last recorded one does not move a session's idle clock (1 % of the idle time, at most 1 s). */
@@ -15,6 +16,29 @@ export interface SessionCounts {
   failed_files_count: number;
   /** Declared and not yet saved, skipped or discarded (pending + uploaded). */
   unsaved: number;
+}
+
+// Read for each group of arriving files (src/files/record-uploads.ts): built once (src/db/compiled-query.ts).
+const SESSION_CLOCK = compiledQuery((db, id: string) => db.selectFrom('upload_sessions').select(['id', 'mailbox_id', 'uploads_expire_at', 'updated_at']).where('id', '=', id).where('status', '=', 'pending'), 1);
+
+const MARK_SAVED = compiledQuery(
+  (db, id: string, fileId: string, versionId: string, created: number, at: string) =>
+    db.updateTable('upload_session_files').set({ status: 'saved', file_id: fileId, file_version_id: versionId, created, saved_at: at }).where('id', '=', id),
+  5,
+);
+const MARK_SKIPPED = compiledQuery(
+  (db, id: string, code: string | null, reason: string) => db.updateTable('upload_session_files').set({ status: 'skipped', skip_code: code, skip_reason: reason }).where('id', '=', id),
+  3,
+);
+
+/** A declared file saved as this file version (each file of a finalize). */
+export async function markSaved(db: Kysely<DB>, id: string, saved: { fileId: string; versionId: string; created: boolean; at: string }): Promise<void> {
+  await MARK_SAVED.execute(db, id, saved.fileId, saved.versionId, saved.created ? 1 : 0, saved.at);
+}
+
+/** A declared file not saved: the path already holds it (code and reason as answered). */
+export async function markSkipped(db: Kysely<DB>, id: string, code: string | null, reason: string): Promise<void> {
+  await MARK_SKIPPED.execute(db, id, code, reason);
 }
 
 export function findSession(db: Kysely<DB>, mailboxId: string, sessionId: string): Promise<UploadSessionsTable | undefined> {
@@ -145,8 +169,9 @@ export async function touchSessions(db: Kysely<DB>, sessionIds: string[], now: D
   const touched = new Set<string>();
   if (!sessionIds.length) return touched;
   const at = now.toISOString();
-  const rows = await db.selectFrom('upload_sessions').select(['id', 'mailbox_id', 'uploads_expire_at', 'updated_at']).where('id', 'in', sessionIds).where('status', '=', 'pending').execute();
-  for (const r of rows) {
+  for (const id of sessionIds) {
+    const r = await SESSION_CLOCK.executeTakeFirst(db, id);
+    if (!r) continue;
     // Touched a moment ago: the clock is left as is (it runs at most that much early), sparing
     // two writes per group of arriving files to a session that is uploading.
     const since = now.getTime() - Date.parse(r.updated_at);
