@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { DB } from './schema.ts';
 
 /**
@@ -53,6 +53,10 @@ export interface DurableOptions {
 
 const done = Promise.resolve();
 
+// Run around every durable commit (each group of received mail or uploaded files): built once.
+const SYNC_NORMAL = CompiledQuery.raw('PRAGMA synchronous = NORMAL');
+const SYNC_FULL = CompiledQuery.raw('PRAGMA synchronous = FULL');
+
 export function postgresCommits(db: Kysely<DB>, opts: DurableOptions = {}): DurableCommits {
   return {
     async commit(work) {
@@ -71,11 +75,11 @@ export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions
       if (!wal) return { value: await db.transaction().execute(work), durable: opts.beforeDurable ? opts.beforeDurable() : done };
       // One connection held throughout, so no other transaction commits while NORMAL is set.
       const value = await db.connection().execute(async (conn) => {
-        await sql`PRAGMA synchronous = NORMAL`.execute(conn);
+        await conn.executeQuery(SYNC_NORMAL);
         try {
           return await conn.transaction().execute(work);
         } finally {
-          await sql`PRAGMA synchronous = FULL`.execute(conn);
+          await conn.executeQuery(SYNC_FULL);
         }
       });
       const durable = opts.beforeDurable ? opts.beforeDurable().then(() => wal.sync()) : wal.sync();
@@ -84,11 +88,11 @@ export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions
     async relaxed(work) {
       if (!wal) return work(db);
       return db.connection().execute(async (conn) => {
-        await sql`PRAGMA synchronous = NORMAL`.execute(conn);
+        await conn.executeQuery(SYNC_NORMAL);
         try {
           return await work(conn);
         } finally {
-          await sql`PRAGMA synchronous = FULL`.execute(conn);
+          await conn.executeQuery(SYNC_FULL);
         }
       });
     },

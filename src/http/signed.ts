@@ -1,11 +1,33 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 // Signed, expiring tokens for links fetched without an API key (upload and download
 // URLs) and for ids clients hand back (signed blob ids). Each purpose has its own key,
 // so a token made for one use is worthless for another.
 
+/** HMAC-SHA-256's block: a longer key is hashed down to its digest first (RFC 2104). */
+const HMAC_BLOCK_BYTES = 64;
+const keys = new Map<string, KeyObject>();
+
+/**
+ * The key of one purpose, made once: every upload PUT and download checks a token, and building
+ * the key each time (our keys are longer than the block, so HMAC hashed them first) was most of
+ * the check's cost. The digest of a long key is the key HMAC uses, so MACs are unchanged.
+ */
+function keyOf(secret: string, purpose: string): KeyObject {
+  const text = `${secret}:${purpose}`;
+  let key = keys.get(text);
+  if (!key) {
+    const bytes = Buffer.from(text);
+    key = createSecretKey(bytes.length > HMAC_BLOCK_BYTES ? createHash('sha256').update(bytes).digest() : bytes);
+    // A process has one secret and a few purposes; tests make many apps, each with its own secret.
+    if (keys.size >= 256) keys.delete(keys.keys().next().value!);
+    keys.set(text, key);
+  }
+  return key;
+}
+
 function mac(secret: string, purpose: string, body: string): string {
-  return createHmac('sha256', `${secret}:${purpose}`).update(body).digest('base64url').slice(0, 32);
+  return createHmac('sha256', keyOf(secret, purpose)).update(body).digest('base64url').slice(0, 32);
 }
 
 function safeEqual(a: string, b: string): boolean {
