@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
-import { compiledInsert, compiledQuery } from '../src/db/compiled-query.ts';
+import { compiledInsert, compiledListQuery, compiledQuery } from '../src/db/compiled-query.ts';
 import { receivedUsage, receivedUsageUpsert } from '../src/inbound/usage.ts';
 import { WriteBatch } from '../src/db/write-batch.ts';
 import { describeEachDatabase } from './harness.ts';
@@ -34,6 +34,26 @@ describeEachDatabase('compiled queries', (app) => {
     await expect(unused.execute(db, 'a')).rejects.toThrow(/not a bound parameter/);
     const inlined = compiledQuery((d, scope: string) => d.selectFrom('received_usage').select('count').where('scope_id', '=', sql.lit(scope)), 1);
     await expect(inlined.execute(db, 'a')).rejects.toThrow(/not a bound parameter/);
+  });
+
+  it('a list query runs with lists of any length and the values of each call, as the builder does; an empty list is refused', async () => {
+    const { db } = app().started.deps;
+    const insert = compiledInsert('received_usage');
+    const rows = Array.from({ length: 5 }, (_, i) => ({ scope_id: `cl-${Math.random()}-${i}`, period: i % 2 ? '2026-03' : '2026-04', count: i, bytes: i * 10 }));
+    await insert(db, rows);
+    const inPeriod = compiledListQuery((d, scopes, period: string) => d.selectFrom('received_usage').select(['scope_id', 'count']).where('scope_id', 'in', scopes).where('period', '=', period).orderBy('count'), 1);
+    const ids = rows.map((r) => r.scope_id);
+    const counts = async (list: string[], period: string) => (await inPeriod.execute(db, list, period)).map((r) => Number(r.count));
+    expect(await counts(ids, '2026-03')).toEqual([1, 3]);
+    expect(await counts(ids, '2026-04')).toEqual([0, 2, 4]);
+    // Another length, then the first length again with other values: each call binds its own.
+    expect(await counts(ids.slice(0, 2), '2026-03')).toEqual([1]);
+    expect(await counts([ids[4]!, ids[3]!, ids[2]!, ids[1]!, 'none'], '2026-04')).toEqual([2, 4]);
+    const built = await db.selectFrom('received_usage').select('count').where('scope_id', 'in', ids.slice(1, 4)).where('period', '=', '2026-03').orderBy('count').execute();
+    expect(await counts(ids.slice(1, 4), '2026-03')).toEqual(built.map((r) => Number(r.count)));
+    expect(() => inPeriod.compile(db, [], '2026-03')).toThrow(/empty/);
+    const inlined = compiledListQuery((d, scopes) => d.selectFrom('received_usage').select('count').where('scope_id', 'in', scopes.map((x) => sql.lit(x))), 0);
+    await expect(inlined.execute(db, ['a'])).rejects.toThrow(/not a bound parameter/);
   });
 
   // On received_usage: nothing of the app deletes its rows (the blob purge job would race a test on blobs).

@@ -10,33 +10,23 @@ import type { DB } from './schema.ts';
  * time, so SQLite's prepared-statement cache still finds it.
  *
  * `build` receives one placeholder per argument and must use each only where Kysely binds a plain
- * value (a comparison, an inserted value, arithmetic), never as a list, an identifier or raw SQL:
+ * value (a comparison, an inserted value, arithmetic), never as a list (compiledListQuery takes
+ * one), an identifier or raw SQL:
  * one that does not come out as a bound parameter is an error on first use (one given as a list
  * compiles to `in ?`, which the database refuses on first use).
  */
 export function compiledQuery<Args extends unknown[], Row>(build: (db: Kysely<DB>, ...args: { [K in keyof Args]: Args[K] }) => Compilable<Row>, arity: Args['length']) {
-  const byDialect = new WeakMap<object, { sql: string; slots: (number | { value: unknown })[] }>();
-  const compile = (db: Kysely<DB>) => {
+  const byDialect = new WeakMap<object, Marked>();
+  const compile = (db: Kysely<DB>): Marked => {
     const key = db.getExecutor().adapter.constructor;
     let entry = byDialect.get(key);
-    if (!entry) {
-      const marks = Array.from({ length: arity }, (_, i) => `\u0000compiled-query-arg-${i}\u0000`);
-      const compiled = build(db, ...(marks as Args)).compile();
-      const slots = compiled.parameters.map((p) => {
-        const i = typeof p === 'string' ? marks.indexOf(p) : -1;
-        return i >= 0 ? i : { value: p };
-      });
-      for (let i = 0; i < arity; i++) if (!slots.includes(i)) throw new Error(`compiledQuery: argument ${i} is not a bound parameter in ${compiled.sql}`);
-      if (marks.some((m) => compiled.sql.includes(m))) throw new Error(`compiledQuery: an argument was inlined into ${compiled.sql}`);
-      byDialect.set(key, (entry = { sql: compiled.sql, slots }));
-    }
+    if (!entry) byDialect.set(key, (entry = compileMarked(arity, (marks) => build(db, ...(marks as Args)))));
     return entry;
   };
   return {
     /** The statement with these values, to run later (src/db/write-batch.ts). */
     compile(db: Kysely<DB>, ...args: Args): CompiledQuery<Row> {
-      const { sql, slots } = compile(db);
-      return CompiledQuery.raw(sql, slots.map((s) => (typeof s === 'number' ? args[s] : s.value))) as CompiledQuery<Row>;
+      return bindMarked<Row>(compile(db), args);
     },
     /** All rows. */
     async execute(db: Kysely<DB>, ...args: Args): Promise<Row[]> {
@@ -47,6 +37,65 @@ export function compiledQuery<Args extends unknown[], Row>(build: (db: Kysely<DB
       return (await this.execute(db, ...args))[0];
     },
   };
+}
+
+/** List lengths kept per dialect: lists come from batches (mailboxes of a group commit, tasks), rarely past a few dozen. */
+const MAX_LIST_SHAPES = 128;
+
+/**
+ * compiledQuery for a statement with one list of values (`where id in (…)`): built once per dialect
+ * and list length, then run with new values. `build` receives the list as one placeholder per value
+ * (use it where Kysely binds a list: `in`), then the other arguments as in compiledQuery. The list
+ * must not be empty (`in ()` is not SQL): the caller answers an empty list itself.
+ */
+export function compiledListQuery<Args extends unknown[], Row>(build: (db: Kysely<DB>, list: string[], ...args: { [K in keyof Args]: Args[K] }) => Compilable<Row>, arity: Args['length']) {
+  const byDialect = new WeakMap<object, Map<number, Marked>>();
+  const compile = (db: Kysely<DB>, length: number): Marked => {
+    if (length < 1) throw new Error('compiledListQuery: the list is empty');
+    const key = db.getExecutor().adapter.constructor;
+    let shapes = byDialect.get(key);
+    if (!shapes) byDialect.set(key, (shapes = new Map()));
+    let entry = shapes.get(length);
+    if (!entry) {
+      entry = compileMarked(length + arity, (marks) => build(db, marks.slice(0, length), ...(marks.slice(length) as Args)));
+      if (shapes.size >= MAX_LIST_SHAPES) shapes.delete(shapes.keys().next().value!);
+      shapes.set(length, entry);
+    }
+    return entry;
+  };
+  return {
+    /** The statement with these values, to run later (src/db/write-batch.ts). */
+    compile(db: Kysely<DB>, list: readonly unknown[], ...args: Args): CompiledQuery<Row> {
+      return bindMarked<Row>(compile(db, list.length), [...list, ...args]);
+    },
+    /** All rows. */
+    async execute(db: Kysely<DB>, list: readonly unknown[], ...args: Args): Promise<Row[]> {
+      return (await db.executeQuery<Row>(this.compile(db, list, ...args))).rows;
+    },
+  };
+}
+
+/** A statement's SQL text and, per bound parameter, the argument it takes (its index) or a constant of the text. */
+interface Marked {
+  sql: string;
+  slots: (number | { value: unknown })[];
+}
+
+/** Builds a statement with one unique mark per argument, and checks that each mark came out as a bound parameter. */
+function compileMarked(count: number, build: (marks: string[]) => Compilable<unknown>): Marked {
+  const marks = Array.from({ length: count }, (_, i) => `\u0000compiled-query-arg-${i}\u0000`);
+  const compiled = build(marks).compile();
+  const slots = compiled.parameters.map((p) => {
+    const i = typeof p === 'string' ? marks.indexOf(p) : -1;
+    return i >= 0 ? i : { value: p };
+  });
+  for (let i = 0; i < count; i++) if (!slots.includes(i)) throw new Error(`compiledQuery: argument ${i} is not a bound parameter in ${compiled.sql}`);
+  if (marks.some((m) => compiled.sql.includes(m))) throw new Error(`compiledQuery: an argument was inlined into ${compiled.sql}`);
+  return { sql: compiled.sql, slots };
+}
+
+function bindMarked<Row>(marked: Marked, values: readonly unknown[]): CompiledQuery<Row> {
+  return CompiledQuery.raw(marked.sql, marked.slots.map((s) => (typeof s === 'number' ? values[s] : s.value))) as CompiledQuery<Row>;
 }
 
 type InsertTable = keyof DB & string;

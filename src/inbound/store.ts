@@ -19,8 +19,9 @@ import { LABEL_EMAIL_TASK, LABEL_PENDING_JOB } from '../labels/task.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
-import { compiledInsert, compiledQuery } from '../db/compiled-query.ts';
+import { compiledInsert, compiledListQuery, compiledQuery } from '../db/compiled-query.ts';
 import { WriteBatch } from '../db/write-batch.ts';
+import type { Dialect } from '../db/database.ts';
 import { insertBlobRows } from '../blobs/blob-rows.ts';
 import { receivedUsageUpsert } from './usage.ts';
 import { emailDirectory } from './layout.ts';
@@ -224,16 +225,22 @@ function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string)
  * deadlocks; SQLite: one writer) and reads, in the same statement, its account's plan; then its
  * billing group's current files and storage (what file writes check against the plan).
  */
+const lockMailboxesQuery = (forUpdate: boolean) =>
+  compiledListQuery((db, ids) => {
+    const q = db
+      .selectFrom('mailboxes')
+      .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
+      .select(['mailboxes.id', 'mailboxes.account_id', 'mailboxes.version_id', 'mailboxes.version_number', 'mailboxes.storage_bytes', 'mailboxes.files_count', 'mailboxes.email_seq', 'mailboxes.message_count', 'mailboxes.unread_count', 'mailboxes.archived_at', 'mailboxes.deleted_at'])
+      .select(['accounts.plan', 'accounts.parent_account_id'])
+      .where('mailboxes.id', 'in', ids)
+      .orderBy('mailboxes.id');
+    return forUpdate ? q.forUpdate(['mailboxes']) : q;
+  }, 0);
+/** The group's mailboxes with what the commit updates; Postgres locks their rows (in id order). Built once per dialect and mailbox count. */
+const LOCK_MAILBOXES: Record<Dialect, ReturnType<typeof lockMailboxesQuery>> = { sqlite: lockMailboxesQuery(false), postgres: lockMailboxesQuery(true) };
+
 async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Promise<Map<string, MailboxState>> {
-  let q = trx
-    .selectFrom('mailboxes')
-    .innerJoin('accounts', 'accounts.id', 'mailboxes.account_id')
-    .select(['mailboxes.id', 'mailboxes.account_id', 'mailboxes.version_id', 'mailboxes.version_number', 'mailboxes.storage_bytes', 'mailboxes.files_count', 'mailboxes.email_seq', 'mailboxes.message_count', 'mailboxes.unread_count', 'mailboxes.archived_at', 'mailboxes.deleted_at'])
-    .select(['accounts.plan', 'accounts.parent_account_id'])
-    .where('mailboxes.id', 'in', ids)
-    .orderBy('mailboxes.id');
-  if (deps.dialect === 'postgres') q = q.forUpdate(['mailboxes']);
-  const rows = await q.execute();
+  const rows = await LOCK_MAILBOXES[deps.dialect].execute(trx, ids);
   const out = new Map<string, MailboxState>();
   const groups = new Map<string, GroupUsage>();
   for (const r of rows) {

@@ -3,7 +3,7 @@ import type { DB, JobsTable } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { newId } from '../ids.ts';
 import { iso } from '../time.ts';
-import { compiledInsert } from '../db/compiled-query.ts';
+import { compiledInsert, compiledListQuery } from '../db/compiled-query.ts';
 
 export const JOBS_CHANNEL = 'cubby_jobs';
 
@@ -87,17 +87,22 @@ async function enqueueCoalesced(db: Kysely<DB>, dialect: Dialect, row: JobsTable
  * Which of `tasks` have a job due (queued, or running with its lease run out): a read, so that a
  * worker looking for work writes nothing (and claims per task only) when there is some.
  */
+// The job worker asks both several times a second: built once per dialect and task count.
+const DUE_TASKS = compiledListQuery(
+  (db, tasks, nowIso: string) =>
+    db
+      .selectFrom('jobs')
+      .select('task')
+      .distinct()
+      .where('task', 'in', tasks)
+      .where('run_at', '<=', nowIso)
+      .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('locked_until', '<', nowIso)])])),
+  1,
+);
+
 export async function dueTasks(db: Kysely<DB>, tasks: string[], now: Date): Promise<Set<string>> {
   if (tasks.length === 0) return new Set();
-  const nowIso = iso(now);
-  const rows = await db
-    .selectFrom('jobs')
-    .select('task')
-    .distinct()
-    .where('task', 'in', tasks)
-    .where('run_at', '<=', nowIso)
-    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('locked_until', '<', nowIso)])]))
-    .execute();
+  const rows = await DUE_TASKS.execute(db, tasks, iso(now));
   return new Set(rows.map((r) => r.task));
 }
 
@@ -107,31 +112,36 @@ export async function dueTasks(db: Kysely<DB>, tasks: string[], now: Date): Prom
  */
 export async function claimJobs(db: Kysely<DB>, dialect: Dialect, workerId: string, tasks: string[], now: Date, leaseMs: number, limit: number): Promise<JobsTable[]> {
   if (tasks.length === 0) return [];
-  const nowIso = iso(now);
-  let pick = db
-    .selectFrom('jobs')
-    .select('id')
-    .where('task', 'in', tasks)
-    .where('run_at', '<=', nowIso)
-    .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('locked_until', '<', nowIso)])]))
-    .orderBy('run_at')
-    .orderBy('id')
-    .limit(limit);
-  if (dialect === 'postgres') pick = pick.forUpdate().skipLocked();
-  return db
-    .updateTable('jobs')
-    .set((eb) => ({
-      status: 'running',
-      attempts: eb('attempts', '+', 1),
-      locked_until: iso(now.getTime() + leaseMs),
-      locked_by: workerId,
-      updated_at: nowIso,
-      unique_key: sql<string | null>`case when substr(unique_key, 1, ${COALESCE_PREFIX.length}) = ${COALESCE_PREFIX} then null else unique_key end`,
-    }))
-    .where('id', 'in', pick)
-    .returningAll()
-    .execute();
+  return CLAIM[dialect].execute(db, tasks, iso(now), iso(now.getTime() + leaseMs), workerId, limit);
 }
+
+const claimQuery = (skipLocked: boolean) =>
+  compiledListQuery((db, tasks, nowIso: string, lockedUntil: string, workerId: string, limit: number) => {
+    let pick = db
+      .selectFrom('jobs')
+      .select('id')
+      .where('task', 'in', tasks)
+      .where('run_at', '<=', nowIso)
+      .where((eb) => eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'running'), eb('locked_until', '<', nowIso)])]))
+      .orderBy('run_at')
+      .orderBy('id')
+      .limit(limit);
+    if (skipLocked) pick = pick.forUpdate().skipLocked();
+    return db
+      .updateTable('jobs')
+      .set((eb) => ({
+        status: 'running',
+        attempts: eb('attempts', '+', 1),
+        locked_until: lockedUntil,
+        locked_by: workerId,
+        updated_at: nowIso,
+        unique_key: sql<string | null>`case when substr(unique_key, 1, ${COALESCE_PREFIX.length}) = ${COALESCE_PREFIX} then null else unique_key end`,
+      }))
+      .where('id', 'in', pick)
+      .returningAll();
+  }, 4);
+/** Built once per dialect and task count. Postgres skips rows other workers hold (SKIP LOCKED). */
+const CLAIM: Record<Dialect, ReturnType<typeof claimQuery>> = { sqlite: claimQuery(false), postgres: claimQuery(true) };
 
 /**
  * A finished job gives its unique key back so that the same work can be queued again, except

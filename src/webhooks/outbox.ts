@@ -3,6 +3,7 @@ import type { AppDeps } from '../context.ts';
 import type { DB, EventsTable } from '../db/schema.ts';
 import type { WebhookDeliveriesTable } from './webhooks.schema.ts';
 import { eventsId } from '../events/ids.ts';
+import { compiledListQuery } from '../db/compiled-query.ts';
 
 export const DISPATCH_TASK = 'webhooks.dispatch';
 
@@ -16,8 +17,11 @@ export interface WebhookTarget {
  * read them earlier in its transaction, in a statement it sends anyway (src/inbound/store.ts):
  * webhooks are settings, and a change to one that commits meanwhile is as if it came a moment later.
  */
+// Read in every group commit of received mail: built once per dialect and mailbox count.
+const WEBHOOK_TARGETS = compiledListQuery((db, mailboxIds) => db.selectFrom('webhooks').select(['id', 'mailbox_id']).where('mailbox_id', 'in', mailboxIds), 0);
+
 export function webhookTargets(db: Kysely<DB>, mailboxIds: string[]): CompiledQuery<WebhookTarget> {
-  return db.selectFrom('webhooks').select(['id', 'mailbox_id']).where('mailbox_id', 'in', [...new Set(mailboxIds)]).compile();
+  return WEBHOOK_TARGETS.compile(db, [...new Set(mailboxIds)]);
 }
 export const RETRY_TASK = 'webhooks.retry';
 
