@@ -10,6 +10,16 @@ import { Worker } from 'node:worker_threads';
  * writer or readers; what it could not copy is copied by a later one). The checkpoint
  * connection keeps `synchronous = FULL`: the WAL is synced before its pages are copied and the
  * database after, as the automatic checkpoint did.
+ *
+ * A PASSIVE checkpoint never starts the WAL over: SQLite does that when a write begins while every
+ * frame has been copied, and under a steady stream of commits new frames always arrive while the
+ * checkpoint copies. The WAL then grew for as long as the stream lasted (1.5 GB after 40 seconds of
+ * received mail at full speed). So once the WAL passes `restartAboveBytes`, a pass that copied
+ * every frame it saw ends with a RESTART checkpoint: it copies what arrived during the PASSIVE one
+ * (little), waits for the write in progress to finish, and holds new writes back until it is done
+ * (writers wait in SQLite's busy handler, a few milliseconds); the next write starts the WAL from
+ * the beginning. It gives up after RESTART_WAIT_MS (a long read still using the WAL) and tries
+ * again on a later pass.
  */
 export interface Checkpointer {
   close(): Promise<void>;
@@ -25,25 +35,56 @@ db.pragma('synchronous = FULL');
 const wal = workerData.file + '-wal';
 let checkpointedAt = 0;
 const timer = setInterval(() => {
-  let mtime = 0;
-  try { mtime = fs.statSync(wal).mtimeMs; } catch { return; }
-  if (mtime === checkpointedAt) return;
+  let st;
+  try { st = fs.statSync(wal); } catch { return; }
+  if (st.mtimeMs === checkpointedAt) return;
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
-    checkpointedAt = mtime;
+    const [pass] = db.pragma('wal_checkpoint(PASSIVE)');
+    checkpointedAt = st.mtimeMs;
+    // Only after a pass that copied every frame it saw: the RESTART then copies just the frames
+    // written meanwhile, not what a reader kept this pass from copying, while writers wait.
+    if (st.size > workerData.restartAboveBytes && pass.busy === 0 && pass.checkpointed === pass.log) {
+      // Writers wait while this is pending: wait for readers only briefly.
+      db.pragma('busy_timeout = ' + workerData.restartWaitMs);
+      try {
+        const [r] = db.pragma('wal_checkpoint(RESTART)');
+        parentPort.postMessage({ restarted: r.busy === 0 });
+      } finally {
+        db.pragma('busy_timeout = 1000');
+      }
+    }
   } catch (err) { parentPort.postMessage({ error: String(err && err.message || err) }); }
 }, workerData.intervalMs);
 parentPort.on('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
 `;
 
 /** Starts the checkpoint thread for `file`; the caller has turned automatic checkpoints off. */
-export function startCheckpointer(file: string, opts: { driver: string; intervalMs?: number; onError?: (message: string) => void; onLost: () => void }): Checkpointer {
+/** WAL size past which a checkpoint pass also starts the WAL over (see above). */
+export const RESTART_ABOVE_BYTES = 64 * 1024 * 1024;
+/** How long a RESTART checkpoint waits for readers still using the WAL (new writes wait meanwhile). */
+const RESTART_WAIT_MS = 20;
+
+export interface CheckpointerOptions {
+  driver: string;
+  intervalMs?: number;
+  /** Tests: a smaller WAL bound. */
+  restartAboveBytes?: number;
+  onError?: (message: string) => void;
+  /** Each RESTART checkpoint: whether the WAL was started over (false: a reader kept it). */
+  onRestart?: (restarted: boolean) => void;
+  onLost: () => void;
+}
+
+export function startCheckpointer(file: string, opts: CheckpointerOptions): Checkpointer {
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { file, driver: opts.driver, intervalMs: opts.intervalMs ?? 1000 },
+    workerData: { file, driver: opts.driver, intervalMs: opts.intervalMs ?? 1000, restartAboveBytes: opts.restartAboveBytes ?? RESTART_ABOVE_BYTES, restartWaitMs: RESTART_WAIT_MS },
   });
   worker.unref();
-  worker.on('message', (m: { error?: string }) => m.error && opts.onError?.(m.error));
+  worker.on('message', (m: { error?: string; restarted?: boolean }) => {
+    if (m.error) opts.onError?.(m.error);
+    if (m.restarted !== undefined) opts.onRestart?.(m.restarted);
+  });
   worker.on('error', (err) => opts.onError?.(err.message));
   let closing = false;
   // A thread that died unasked leaves the WAL growing: the caller turns automatic checkpoints back on.
