@@ -14,12 +14,12 @@ import { Worker } from 'node:worker_threads';
  * A PASSIVE checkpoint never starts the WAL over: SQLite does that when a write begins while every
  * frame has been copied, and under a steady stream of commits new frames always arrive while the
  * checkpoint copies. The WAL then grew for as long as the stream lasted (1.5 GB after 40 seconds of
- * received mail at full speed). So once the WAL passes `restartAboveBytes`, a pass that copied
- * every frame it saw ends with a RESTART checkpoint: it copies what arrived during the PASSIVE one
- * (little), waits for the write in progress to finish, and holds new writes back until it is done
- * (writers wait in SQLite's busy handler, a few milliseconds); the next write starts the WAL from
- * the beginning. It gives up after RESTART_WAIT_MS (a long read still using the WAL) and tries
- * again on a later pass.
+ * received mail at full speed). So once the WAL holds more than `restartAboveBytes` of frames,
+ * a pass that copied every frame it saw ends with a RESTART checkpoint: it copies what arrived
+ * during the PASSIVE one (little), waits for the write in progress to finish, and holds new writes
+ * back until it is done (writers wait in SQLite's busy handler, a few milliseconds); the next write
+ * starts the WAL from the beginning (the file keeps its size and is written over). It gives up
+ * after RESTART_WAIT_MS (a long read still using the WAL) and tries again on a later pass.
  */
 export interface Checkpointer {
   close(): Promise<void>;
@@ -33,6 +33,7 @@ const db = new Database(workerData.file);
 db.pragma('busy_timeout = 1000');
 db.pragma('synchronous = FULL');
 const wal = workerData.file + '-wal';
+const pageSize = db.pragma('page_size', { simple: true });
 let checkpointedAt = 0;
 const timer = setInterval(() => {
   let st;
@@ -41,9 +42,11 @@ const timer = setInterval(() => {
   try {
     const [pass] = db.pragma('wal_checkpoint(PASSIVE)');
     checkpointedAt = st.mtimeMs;
-    // Only after a pass that copied every frame it saw: the RESTART then copies just the frames
-    // written meanwhile, not what a reader kept this pass from copying, while writers wait.
-    if (st.size > workerData.restartAboveBytes && pass.busy === 0 && pass.checkpointed === pass.log) {
+    // The frames in use, not the file's size: a WAL started over keeps its file, and is written
+    // from the beginning again. Only after a pass that copied every frame it saw: the RESTART then
+    // copies just the frames written meanwhile (not what a reader kept this pass from copying)
+    // while writers wait.
+    if (pass.log * pageSize > workerData.restartAboveBytes && pass.busy === 0 && pass.checkpointed === pass.log) {
       // Writers wait while this is pending: wait for readers only briefly.
       db.pragma('busy_timeout = ' + workerData.restartWaitMs);
       try {
