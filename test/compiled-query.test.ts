@@ -74,6 +74,19 @@ describeEachDatabase('compiled queries', (app) => {
     expect(stored.map((r) => ({ ...r, count: Number(r.count), bytes: Number(r.bytes) }))).toEqual(all);
   });
 
+  it('inserts more rows than one statement may bind, in several statements, and counts them all', async () => {
+    const { db } = app().started.deps;
+    const insert = compiledInsert('received_usage');
+    const prefix = `chunk-${Math.random()}`;
+    // 4 columns: 5,000 rows per statement under the 20,000-parameter bound.
+    const rows = Array.from({ length: 5_001 }, (_, i) => ({ scope_id: `${prefix}-${i}`, period: '2026-05', count: i, bytes: 0 }));
+    expect(insert.compileChunks(db, rows)).toHaveLength(2);
+    expect(insert.compileChunks(db, [])).toEqual([]);
+    expect(await insert(db, rows)).toBe(5_001n);
+    const stored = await db.selectFrom('received_usage').select((eb) => eb.fn.countAll<number>().as('n')).where('scope_id', 'like', `${prefix}-%`).executeTakeFirstOrThrow();
+    expect(Number(stored.n)).toBe(5_001);
+  });
+
   it('inserts a row that the cached text cannot take (a missing column, an expression) through the builder', async () => {
     const { db } = app().started.deps;
     const insert = compiledInsert('received_usage');

@@ -100,6 +100,9 @@ function bindMarked<Row>(marked: Marked, values: readonly unknown[]): CompiledQu
 
 type InsertTable = keyof DB & string;
 
+/** Bound parameters per multi-row insert: under both databases' limits (SQLite 32,766, Postgres 65,535). */
+const MAX_INSERT_PARAMETERS = 20_000;
+
 /**
  * Multi-row inserts built once per dialect, column list and row count, then run with new values:
  * the group commit writes five to nine tables per transaction, and building each insert (parsing
@@ -143,12 +146,24 @@ export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: an
     }
     return CompiledQuery.raw(sql, parameters);
   };
+  /** The inserts of any number of rows (none for none), in statements that stay under the databases' bound-parameter limits. */
+  const compileChunks = (db: Kysely<DB>, rows: readonly DB[T][]): CompiledQuery[] => {
+    if (!rows.length) return [];
+    const perChunk = Math.max(1, Math.floor(MAX_INSERT_PARAMETERS / Object.keys(rows[0]!).length));
+    const out: CompiledQuery[] = [];
+    for (let i = 0; i < rows.length; i += perChunk) out.push(compile(db, rows.slice(i, i + perChunk)));
+    return out;
+  };
   /** Resolves to the rows inserted (or updated by an ON CONFLICT clause) as the database counts them; undefined if it did not say. */
   const insert = async (db: Kysely<DB>, rows: readonly DB[T][]): Promise<bigint | undefined> => {
-    if (!rows.length) return 0n;
-    return (await db.executeQuery(compile(db, rows))).numAffectedRows;
+    let total: bigint | undefined = 0n;
+    for (const q of compileChunks(db, rows)) {
+      const n = (await db.executeQuery(q)).numAffectedRows;
+      total = total === undefined || n === undefined ? undefined : total + n;
+    }
+    return total;
   };
-  return Object.assign(insert, { compile });
+  return Object.assign(insert, { compile, compileChunks });
 }
 
 /** Kysely's own build of an insert whose rows hold expressions or differ in columns (not cached). */

@@ -37,9 +37,7 @@ export async function recordEvents(deps: AppDeps, trx: Kysely<DB>, rows: EventsT
 
 /** The inserts of these events' rows, for a write batch; `publishEvents` must follow them. */
 export function eventInserts(db: Kysely<DB>, rows: EventsTable[]): CompiledQuery[] {
-  const out: CompiledQuery[] = [];
-  for (let i = 0; i < rows.length; i += 1000) out.push(INSERT_EVENTS.compile(db, rows.slice(i, i + 1000)));
-  return out;
+  return INSERT_EVENTS.compileChunks(db, rows);
 }
 
 /** One event; see recordEvents. */

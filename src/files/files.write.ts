@@ -224,29 +224,18 @@ function planWrite(change: MailboxChange, limits: PlanLimits, group: GroupUsage,
   return { result: { file: written, version, created: !existing, skipped: false, duplicate: false, skipCode: null }, write: { file: written, isNew: !existing, version } };
 }
 
-/** Bound parameters per multi-row insert: under both databases' limits (SQLite 32,766, Postgres 65,535). */
-const MAX_INSERT_PARAMETERS = 20_000;
-
 /** Inserts the planned rows: new files (already pointing at their first version), then every version, then moves live files to theirs. */
 async function applyWrites(change: MailboxChange, writes: PlannedWrite[]): Promise<void> {
   const trx = change.trx;
   const files = writes.filter((w) => w.isNew).map((w) => w.file);
   const versions = writes.map((w) => w.version);
-  for (const chunk of chunks(files, MAX_INSERT_PARAMETERS)) await INSERT_FILE(trx, chunk);
-  for (const chunk of chunks(versions, MAX_INSERT_PARAMETERS)) await INSERT_VERSION(trx, chunk);
+  await INSERT_FILE(trx, files);
+  await INSERT_VERSION(trx, versions);
   for (const w of writes) {
     if (w.isNew) continue;
     const f = w.file;
     await UPDATE_FILE.execute(trx, f.id, f.current_version_id!, f.version_count, f.role, f.updated_by_user_id, f.updated_by_api_key_id, f.updated_by_agent, f.updated_at);
   }
-}
-
-function chunks<T extends object>(rows: T[], maxParameters: number): T[][] {
-  if (!rows.length) return [];
-  const perChunk = Math.max(1, Math.floor(maxParameters / Object.keys(rows[0]!).length));
-  const out: T[][] = [];
-  for (let i = 0; i < rows.length; i += perChunk) out.push(rows.slice(i, i + perChunk));
-  return out;
 }
 
 /** Records a deletion as a version and frees the path. */

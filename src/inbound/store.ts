@@ -129,10 +129,10 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     // rows or rows this transaction has locked already, but for the usage rows: one upsert, in
     // sorted order.
     const writes = new WriteBatch(deps.dialect);
-    for (const q of inserts(trx, 'files', batch.files)) writes.add(q);
-    for (const q of inserts(trx, 'file_versions', batch.versions)) writes.add(q);
-    for (const q of inserts(trx, 'mailbox_versions', batch.mailboxVersions)) writes.add(q);
-    for (const q of inserts(trx, 'emails', batch.emails)) writes.add(q);
+    for (const q of INSERTS.files.compileChunks(trx, batch.files)) writes.add(q);
+    for (const q of INSERTS.file_versions.compileChunks(trx, batch.versions)) writes.add(q);
+    for (const q of INSERTS.mailbox_versions.compileChunks(trx, batch.mailboxVersions)) writes.add(q);
+    for (const q of INSERTS.emails.compileChunks(trx, batch.emails)) writes.add(q);
     for (const q of indexWrites ?? []) writes.add(q);
     for (const q of eventInserts(trx, batch.events)) writes.add(q);
     for (const m of mailboxes.values()) {
@@ -198,15 +198,6 @@ const INSERTS = {
   emails: compiledInsert('emails'),
 };
 
-/** Multi-row inserts in chunks that stay under the databases' bound-parameter limits. */
-function inserts<T extends keyof typeof INSERTS>(trx: Kysely<DB>, table: T, rows: DB[T][]): CompiledQuery[] {
-  if (!rows.length) return [];
-  const perChunk = Math.max(1, Math.floor(20_000 / Object.keys(rows[0]!).length));
-  const out: CompiledQuery[] = [];
-  for (let i = 0; i < rows.length; i += perChunk) out.push(INSERTS[table].compile(trx, rows.slice(i, i + perChunk) as any));
-  return out;
-}
-
 function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string): CompiledQuery[] {
   const rows = new Map<string, { sha256: string; byte_size: number; md5: string; created_at: string }>();
   for (const d of deliveries) {
@@ -215,9 +206,7 @@ function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string)
     for (const a of d.storedAttachments) if (!rows.has(a.sha256)) rows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at });
   }
   const all = [...rows.values()].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
-  const out: CompiledQuery[] = [];
-  for (let i = 0; i < all.length; i += 2000) out.push(insertBlobRows.compile(trx, all.slice(i, i + 2000)));
-  return out;
+  return insertBlobRows.compileChunks(trx, all);
 }
 
 /**
