@@ -31,6 +31,21 @@ async function toData(c: Awaited<ReturnType<typeof connect>>, to: string[], agai
   expect(await c.send('DATA')).toMatch(/^354 /);
 }
 
+/** A user's mailbox and two sessions to it, each waiting after DATA's 354 (close both when done). */
+async function twoSessionsAtData(app: TestApp) {
+  const box = await mailboxWithAddress(app, await app.user());
+  const a = await connect(app);
+  const b = await connect(app);
+  try {
+    for (const c of [a, b]) await toData(c, [box.address]);
+  } catch (err) {
+    a.close();
+    b.close();
+    throw err;
+  }
+  return { box, a, b };
+}
+
 function body(bytes: number, subject: string): string {
   const line = 'x'.repeat(76) + '\r\n';
   return `From: a@example.com\r\nTo: b@example.com\r\nSubject: ${subject}\r\n\r\n` + line.repeat(Math.ceil(bytes / line.length));
@@ -46,12 +61,8 @@ describeEachDatabase(
   'SMTP bytes in flight',
   (app) => {
     it('answers 451 4.3.2 to DATA that would take the process over CUBBY_SMTP_MAX_DATA_IN_FLIGHT_BYTES, and accepts it again once memory is free', async () => {
-      const user = await app().user();
-      const box = await mailboxWithAddress(app(), user);
-      const a = await connect(app());
-      const b = await connect(app());
+      const { box, a, b } = await twoSessionsAtData(app());
       try {
-        for (const c of [a, b]) await toData(c, [box.address]);
         // A is in the middle of a 150 KB message: its bytes are held while it streams.
         a.write(body(150_000, 'first'));
         await budgetReaches(app(), 100_000);
@@ -152,14 +163,10 @@ describeEachDatabase(
   'SMTP messages past 1 MiB (written while DATA goes on)',
   (app) => {
     it('stores a large message whole, and leaves no temp file when DATA is refused while its bytes are being written', async () => {
-      const user = await app().user();
-      const box = await mailboxWithAddress(app(), user);
       const tmp = path.join((app().started.deps.blobs as FsBlobStore).root, 'tmp');
       const parts = () => (fs.existsSync(tmp) ? fs.readdirSync(tmp).filter((f) => f.endsWith('.part')) : []);
-      const a = await connect(app());
-      const b = await connect(app());
+      const { box, a, b } = await twoSessionsAtData(app());
       try {
-        for (const c of [a, b]) await toData(c, [box.address]);
         // A holds 1 MB (under 1 MiB: kept in memory only). B's write to the store begins past 1 MiB,
         // and B is refused when both together pass the bound (2.5 MB): nothing of B is left.
         a.write(body(1_000_000, 'held'));
