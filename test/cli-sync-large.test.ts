@@ -20,7 +20,8 @@ let env: Record<string, string>;
 let work: string;
 
 beforeAll(async () => {
-  app = await startTestApp('sqlite');
+  // Errors logged: a 500 in the middle of 20,000 files is otherwise only a request id.
+  app = await startTestApp('sqlite', { CUBBY_LOG_LEVEL: 'error' });
   user = await app.user({ plan: 'paid' });
   work = tempDir();
   env = cliEnv({ CUBBY_URL: app.base, CUBBY_API_KEY: user.key, CUBBY_CONFIG_DIR: path.join(work, 'config'), CUBBY_DEBUG_RSS: '1' });

@@ -1,13 +1,14 @@
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { DB } from './schema.ts';
 import { withStatementCache } from './sqlite-statements.ts';
+import { ImmediateSqliteDialect } from './sqlite-dialect.ts';
 import { HotStatements, usePreparedStatements } from './pg-prepared.ts';
 import { createRequire } from 'node:module';
-import { startCheckpointer } from './checkpointer.ts';
+import { startCheckpointer, type CheckpointerOptions } from './checkpointer.ts';
 import { postgresCommits, sqliteCommits, type DurableCommits, type DurableOptions } from './durable-commit.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
@@ -75,6 +76,8 @@ pg.types.setTypeParser(20, (v) => Number(v));
 export interface OpenOptions extends DurableOptions {
   /** Postgres: frequent statements as named prepared statements (src/db/pg-prepared.ts); default on. */
   preparedStatements?: boolean;
+  /** Tests (SQLite): a checkpoint thread that runs more often and starts the WAL over sooner. */
+  checkpoints?: Pick<CheckpointerOptions, 'intervalMs' | 'restartAboveBytes' | 'onRestart'>;
 }
 
 export async function openDatabase(url: string, schema?: string, durable: OpenOptions = {}): Promise<Database> {
@@ -136,7 +139,7 @@ export async function inspectDatabase(url: string, schema?: string): Promise<Dat
   }
 }
 
-function openSqlite(file: string, durable: DurableOptions): Database {
+function openSqlite(file: string, durable: OpenOptions): Database {
   if (file !== ':memory:') makePrivate(file);
   const database = new BetterSqlite3(file);
   database.pragma('journal_mode = WAL');
@@ -157,13 +160,14 @@ function openSqlite(file: string, durable: DurableOptions): Database {
   if (file !== ':memory:') database.pragma('mmap_size = 2147483648');
   // Checkpoints run on a thread of their own (src/db/checkpointer.ts), not inside our commits.
   const checkpointer = file === ':memory:' ? null : startCheckpointer(path.resolve(file), {
+    ...durable.checkpoints,
     driver: createRequire(import.meta.url).resolve('better-sqlite3'),
     onLost: () => {
       if (database.open) database.pragma('wal_autocheckpoint = 1000');
     },
   });
   if (checkpointer) database.pragma('wal_autocheckpoint = 0');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database) }) });
   const commits = sqliteCommits(db, file, durable);
   return {
     db,
