@@ -83,7 +83,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
       logger = createLogger({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
       const metrics = new Metrics();
       const secret = resolveSecretKey(config);
-      database = await openConfiguredDatabase(config, { beforeDurable: options.beforeDurable });
+      database = await openConfiguredDatabase(config, { beforeDurable: options.beforeDurable, log: logger });
       await migrate(database);
       metrics.sources.db = database.db;
       metrics.sources.pool = database.poolStats;

@@ -9,6 +9,8 @@ import { ImmediateSqliteDialect } from './sqlite-dialect.ts';
 import { HotStatements, usePreparedStatements } from './pg-prepared.ts';
 import { createRequire } from 'node:module';
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.ts';
+import type { Logger } from '../logger.ts';
+import { checkpointErrorLog } from './checkpoint-log.ts';
 import { postgresCommits, sqliteCommits, type DurableCommits, type DurableOptions } from './durable-commit.ts';
 import * as m0001 from './migrations/0001_identity.ts';
 import * as m0002 from './migrations/0002_mailboxes.ts';
@@ -76,6 +78,8 @@ pg.types.setTypeParser(20, (v) => Number(v));
 export interface OpenOptions extends DurableOptions {
   /** Postgres: frequent statements as named prepared statements (src/db/pg-prepared.ts); default on. */
   preparedStatements?: boolean;
+  /** SQLite: where the checkpoint thread's failures are reported (a full disk, say: the WAL then grows). */
+  log?: Pick<Logger, 'error'>;
   /** Tests (SQLite): a checkpoint thread that runs more often and starts the WAL over sooner. */
   checkpoints?: Pick<CheckpointerOptions, 'intervalMs' | 'restartAboveBytes' | 'onRestart'>;
 }
@@ -86,7 +90,7 @@ export async function openDatabase(url: string, schema?: string, durable: OpenOp
 }
 
 /** The database the configuration names, with its settings (the server and every CLI command). */
-export function openConfiguredDatabase(cfg: { databaseUrl: string; databaseSchema?: string; databasePreparedStatements: boolean }, durable: DurableOptions = {}): Promise<Database> {
+export function openConfiguredDatabase(cfg: { databaseUrl: string; databaseSchema?: string; databasePreparedStatements: boolean }, durable: Omit<OpenOptions, 'preparedStatements'> = {}): Promise<Database> {
   return openDatabase(cfg.databaseUrl, cfg.databaseSchema, { ...durable, preparedStatements: cfg.databasePreparedStatements });
 }
 
@@ -160,9 +164,11 @@ function openSqlite(file: string, durable: OpenOptions): Database {
   if (file !== ':memory:') database.pragma('mmap_size = 2147483648');
   // Checkpoints run on a thread of their own (src/db/checkpointer.ts), not inside our commits.
   const checkpointer = file === ':memory:' ? null : startCheckpointer(path.resolve(file), {
+    onError: checkpointErrorLog(durable.log),
     ...durable.checkpoints,
     driver: createRequire(import.meta.url).resolve('better-sqlite3'),
     onLost: () => {
+      durable.log?.error({}, 'the SQLite checkpoint thread stopped; checkpoints run inside commits again');
       if (database.open) database.pragma('wal_autocheckpoint = 1000');
     },
   });

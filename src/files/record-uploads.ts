@@ -5,6 +5,7 @@ import { iso } from '../time.ts';
 import { touchSessions } from '../uploads/upload-sessions.repo.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { insertBlobRows } from '../blobs/blob-rows.ts';
+import { compiledListQuery } from '../db/compiled-query.ts';
 
 // Marking direct uploads as received, through the group commit (src/db/group-commit.ts): every
 // upload whose bytes became durable while the previous commit ran is recorded by the next one, in
@@ -17,6 +18,12 @@ interface Uploaded {
 }
 
 type Deps = { db: Kysely<DB>; commits: DurableCommits; now: () => Date; config: { uploadSessionIdleSeconds: number } };
+
+// Run by every group (one per few PUTs): built once per list length (src/db/compiled-query.ts).
+const MARK_UPLOADED = compiledListQuery(
+  (db, ids: string[], at: string) => db.updateTable('direct_uploads').set({ status: 'uploaded', uploaded_at: at }).where('id', 'in', ids).where('status', '=', 'pending'),
+  1,
+);
 
 /** One group commit per database handle (several apps may share a test process). */
 const groups = new WeakMap<Kysely<DB>, GroupCommit<Uploaded>>();
@@ -35,12 +42,7 @@ async function commitGroup(ctx: Deps, group: Uploaded[], at: Date): Promise<{ du
   const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now }]));
   const { durable } = await ctx.commits.commit(async (trx) => {
     await insertBlobRows(trx, [...blobs.values()]);
-    await trx
-      .updateTable('direct_uploads')
-      .set({ status: 'uploaded', uploaded_at: now })
-      .where('id', 'in', group.map((w) => w.row.id))
-      .where('status', '=', 'pending')
-      .execute();
+    await MARK_UPLOADED.execute(trx, group.map((w) => w.row.id), now);
     // Bytes arriving are activity of their upload session: its idle clock restarts.
     const sessions = [...new Set(group.map((w) => w.row.upload_session_id).filter((id): id is string => id !== null))];
     await touchSessions(trx, sessions, at, ctx.config.uploadSessionIdleSeconds);

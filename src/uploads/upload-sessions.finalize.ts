@@ -17,11 +17,15 @@ import { countPruneCandidates, countUnsaved, lockMailboxRow, markSaved, markSkip
 import { closedError, closeSession, loadSession, recheckPending, requirePending } from './upload-sessions.lifecycle.ts';
 import { forSessionWrite } from './upload-sessions.service.ts';
 import type { SavedItem, SessionResult, SkipItem } from './upload-sessions.present.ts';
+import { compiledListQuery } from '../db/compiled-query.ts';
 
 export const DEFAULT_BATCH = 12;
 export const MAX_BATCH = 100;
 /** Files one finalize call writes or deletes; more answer 202 finalize_pending. */
 export const FINALIZE_CHUNK = 300;
+
+// Every save of a batch runs it: built once per batch length (src/db/compiled-query.ts).
+const MARK_CONSUMED = compiledListQuery((db, ids: string[]) => db.updateTable('direct_uploads').set({ status: 'consumed' }).where('id', 'in', ids), 0);
 
 /** Staging objects adopted at once (S3: each adoption is several requests). */
 const ADOPT_CONCURRENCY = 8;
@@ -113,7 +117,7 @@ async function saveChunk(ctx: RequestCtx, loaded: LoadedMailbox, session: Upload
         saved.push({ input_index: row.input_index, path: row.path, file: r.file, version: r.version, created: r.created });
       }
     }
-    if (rows.length) await trx.updateTable('direct_uploads').set({ status: 'consumed' }).where('id', 'in', rows.map((r) => r.direct_upload_id!)).execute();
+    if (rows.length) await MARK_CONSUMED.execute(trx, rows.map((r) => r.direct_upload_id!));
 
     let remaining = await countUnsaved(trx, s.id);
     let pruned = 0;
