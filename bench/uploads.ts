@@ -2,8 +2,9 @@
 // fs store) in a fresh `chattr +T` run dir under bench/.tmp (see /work/shared/bench/README.md).
 //   (a) 1,000 × 4 KiB random files through one surface A upload session: descriptors in batches
 //       of BATCH (12, the figure every earlier run used; the SDK and `cubby sync` send 50), PUTs 8 at
-//       a time with exactly the returned headers, finalize_batch BATCH after each batch, then
-//       finalize {complete:true} until not pending.
+//       a time with exactly the returned headers, finalize_batch of the batch after its PUTs, then
+//       finalize {complete:true} until not pending. Each save runs while the next batch is declared
+//       and uploaded, as the SDK does (PIPELINE=0: waits for it, as figures before 2026-11-27 did).
 //   (c) the same through the real CLI: `cubby sync DIR MAILBOX:` of SMALL_FILES × 4 KiB files on
 //       disk, and of a folder holding the 1 GiB file, each a child process timed from spawn to
 //       exit (its start-up included) and by its own `seconds`, beside (a) and (b) of the same
@@ -12,7 +13,7 @@
 //   (b) one 1 GiB PUT of random data (generated into /dev/shm first) and its download through
 //       the download link, with the server's RSS; and `dd … conv=fsync` of the same bytes to the
 //       same folder just before and just after the PUT, as the limit (their mean).
-// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, BATCH, LARGE_MIB, BENCH_SCRATCH,
+// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, BATCH, PIPELINE, LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { spawn, spawnSync } from 'node:child_process';
@@ -29,6 +30,12 @@ const SMALL_BYTES = 4096;
 /** Files per declaration and per finalize_batch (the API takes 1–100). */
 const BATCH = Number(process.env.BATCH ?? 12);
 if (!Number.isInteger(BATCH) || BATCH < 1 || BATCH > 100) throw new Error(`BATCH must be a whole number from 1 to 100, not ${process.env.BATCH}`);
+/**
+ * PIPELINE=1: each finalize_batch runs while the next batch is declared and uploaded (one save at a
+ * time, awaited before the next), as the SDK and `cubby sync` do since 2026-11-27; PIPELINE=0 waits
+ * for each save before the next batch, as every earlier figure was taken.
+ */
+const PIPELINE = process.env.PIPELINE !== '0';
 const LARGE_MIB = Number(process.env.LARGE_MIB ?? 1024);
 const LARGE_BYTES = LARGE_MIB * 1024 * 1024;
 const MB = 1e6;
@@ -69,6 +76,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
   const session = (await api('POST', base, { client_session_key: `bench-${Date.now()}`, expected_file_count: files.length, delete_missing: false })).data.upload_session;
   lap('session');
   let saved = 0;
+  let saving: Promise<number> = Promise.resolve(0);
   for (let i = 0; i < files.length; i += BATCH) {
     const batch = files.slice(i, i + BATCH);
     const descriptors = batch.map((f) => ({ path: f.path, byte_size: f.bytes.length, content_type: 'application/octet-stream', checksum: md5(f.bytes), sha256: sha256(f.bytes) }));
@@ -79,10 +87,19 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
       if (res.status !== 200) throw new Error(`PUT: ${res.status} ${res.text}`);
     });
     lap('puts');
-    saved += (await api('POST', `${base}/${session.id}/finalize_batch`, { limit: BATCH })).data.uploaded_count;
+    // With PIPELINE, this phase is the wait for the previous batch's save.
+    saved += await saving;
+    saving = api('POST', `${base}/${session.id}/finalize_batch`, { limit: batch.length }).then((r) => r.data.uploaded_count as number);
+    saving.catch(() => undefined); // awaited with the next batch; not an unhandled rejection meanwhile
+    if (!PIPELINE) {
+      saved += await saving;
+      saving = Promise.resolve(0);
+    }
     lap('finalize_batch');
     if (i % 240 === 0) log(`  small files: ${i + batch.length}/${files.length}`);
   }
+  saved += await saving;
+  lap('finalize_batch');
   for (;;) {
     const fin = await api('POST', `${base}/${session.id}/finalize`, { complete: true });
     saved += fin.data.uploaded_count;
@@ -100,6 +117,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
     bytes_each: SMALL_BYTES,
     wall_s: round(wall, 3),
     batch: BATCH,
+    pipeline: PIPELINE,
     files_per_s: round(files.length / wall, 0),
     goal_files_per_s: 800,
     server_cpu_s: cpuSince(server.pid, cpu0),

@@ -197,6 +197,63 @@ describe('@cubby/sdk', () => {
     }
   });
 
+  it('uploadMany saves each batch while the next one uploads, one save at a time; a save that fails ends the run', async () => {
+    const box = await cubby.mailboxes.create({ title: `Pipeline ${Date.now()}` });
+    const files = Array.from({ length: 60 }, (_, i) => ({ path: `p/f${i}.txt`, source: `pipelined ${i}\n` }));
+    // The real requests, watched: the answer of each save but the last is held until a PUT of the
+    // next batch starts (at most 3 s: without the overlap none would).
+    let savesInFlight = 0;
+    let savesSeen = 0;
+    let mostSaves = 0;
+    let putsDuringSaves = 0;
+    let putStarted: () => void = () => undefined;
+    const watching = (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input instanceof Request ? input.url : input);
+      const method = init?.method ?? 'GET';
+      if (method === 'PUT') {
+        if (savesInFlight) putsDuringSaves++;
+        putStarted();
+        return globalThis.fetch(input, init);
+      }
+      if (!url.endsWith('/finalize_batch')) return globalThis.fetch(input, init);
+      mostSaves = Math.max(mostSaves, ++savesInFlight);
+      const last = ++savesSeen === 6;
+      const nextPut = last ? Promise.resolve() : new Promise<void>((resolve) => (putStarted = resolve));
+      return globalThis.fetch(input, init).then(async (res) => {
+        await Promise.race([nextPut, new Promise((r) => setTimeout(r, 3_000).unref())]);
+        savesInFlight--;
+        return res;
+      });
+    };
+    const watched = client(user.key, { fetch: watching });
+    const result = await watched.uploadMany(box.id, files, { batchSize: 10 });
+    expect(result).toMatchObject({ uploaded: 60, skipped: 0, sessions: 1, session: { status: 'finalized' } });
+    expect(mostSaves).toBe(1);
+    expect(putsDuringSaves).toBeGreaterThanOrEqual(5); // each of the five saves before the last batch
+    expect((await cubby.mailboxes.get(box.id)).files_count).toBe(60);
+
+    // The session canceled from elsewhere while a save is held: the run ends with the service's
+    // error, what was saved stays saved, and the mailbox is not left locked.
+    const other = await cubby.mailboxes.create({ title: `Pipeline canceled ${Date.now()}` });
+    let saves = 0;
+    const canceling = async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input instanceof Request ? input.url : input);
+      const res = await globalThis.fetch(input, init);
+      if (url.endsWith('/finalize_batch') && ++saves === 2) {
+        const session = url.split('/upload_sessions/')[1]!.split('/')[0]!;
+        const cancel = await app.request('POST', `/v1/mailboxes/${other.id}/upload_sessions/${session}/finalize`, { key: user.key, body: { complete: false } });
+        expect(cancel.status).toBe(200);
+      }
+      return res;
+    };
+    const failed = await client(user.key, { fetch: canceling }).uploadMany(other.id, files, { batchSize: 10 }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(CubbyError);
+    const after = await cubby.mailboxes.get(other.id);
+    expect(after.lock?.locked ?? false).toBe(false);
+    expect(after.files_count).toBeGreaterThanOrEqual(20);
+    expect(after.files_count).toBeLessThan(60);
+  });
+
   it('a file that changes between hashing and upload is hashed, declared and uploaded again', async () => {
     const box = await cubby.mailboxes.create({ title: `Changing ${Date.now()}` });
     // A source whose content changes once, right after it was first hashed (as a file being written to).

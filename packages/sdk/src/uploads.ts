@@ -256,6 +256,17 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
   let session = await start();
   /** Files the current session holds (a resumed session already holds some). */
   let held = session.files_count ?? 0;
+  /**
+   * The save (finalize_batch) of the last batch, still running: the next batch is hashed, declared
+   * and uploaded meanwhile, so the service saves one batch while it receives the next. One save at
+   * a time; its failure surfaces at the next save, at the end, or when the session changes.
+   */
+  let saving: Promise<unknown> | null = null;
+  const saved = async () => {
+    const s = saving;
+    saving = null;
+    await s;
+  };
 
   const declare = async (batch: { path: string; source: UploadSource }[]) => {
     const files = await Promise.all(
@@ -275,6 +286,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       if (held + raw.length > limit) {
         // This session is full: save it, and go on in the next one.
         if (opts.deleteMissing) throw tooMany();
+        await saved();
         await finish(session.id);
         session = await start();
         held = session.files_count ?? 0;
@@ -325,15 +337,22 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
         });
       }
       if (retried.length) throw new CubbyError({ code: 'UPLOAD_CHECKSUM_MISMATCH', status: 422, message: `${retried[0]!.path} kept changing while it was uploaded`, details: { path: retried[0]!.path } });
-      if ((res.uploads ?? []).length) {
+      const uploads = (res.uploads ?? []).length;
+      if (uploads) {
         report('saving');
-        await t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, batchSize), ...common } });
+        await saved();
+        // Exactly this batch's count: every one of its files has its bytes, so the save takes them
+        // (it prefers files with bytes) and never a file of the next batch still being uploaded.
+        saving = t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, uploads), ...common } });
+        saving.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
       }
     }
+    await saved();
     session = await finish(session.id);
     report('done');
     return { sessionId: session.id, sessions: part, uploaded, skipped, bytes: progress.bytesDone, session };
   } catch (err) {
+    await saving?.catch(() => undefined);
     // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
     await t.raw({ method: 'POST', path: `${base}/${session.id}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
     throw err;
