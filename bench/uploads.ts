@@ -13,7 +13,7 @@
 //   (b) one 1 GiB PUT of random data (generated into /dev/shm first) and its download through
 //       the download link, with the server's RSS; and `dd … conv=fsync` of the same bytes to the
 //       same folder just before and just after the PUT, as the limit (their mean).
-// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, BATCH, PIPELINE, LARGE_MIB, BENCH_SCRATCH,
+// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, BATCH, PIPELINE, PUTS (PUTs in flight, default 8), LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { spawn, spawnSync } from 'node:child_process';
@@ -82,7 +82,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
     const descriptors = batch.map((f) => ({ path: f.path, byte_size: f.bytes.length, content_type: 'application/octet-stream', checksum: md5(f.bytes), sha256: sha256(f.bytes) }));
     const declared = await api('POST', `${base}/${session.id}/uploads`, { files: descriptors });
     lap('descriptors');
-    await inParallel(declared.data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[], 8, async (u) => {
+    await inParallel(declared.data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[], Number(process.env.PUTS ?? 8), async (u) => {
       const res = await send('PUT', u.upload.url, u.upload.headers, batch[u.input_index]!.bytes);
       if (res.status !== 200) throw new Error(`PUT: ${res.status} ${res.text}`);
     });
