@@ -15,7 +15,7 @@ function totpCode(secret: string, clock: Clock, offsetSeconds = 0): string {
 }
 
 /** Turns two-factor on for a signed-in person; returns the seed and the recovery codes. */
-async function enableTwoFactor(app: TestApp, web: WebClient, clock: Clock): Promise<{ secret: string; codes: string[] }> {
+async function enableTwoFactor(app: TestApp, web: WebClient, clock: Clock): Promise<{ secret: string; codes: string[]; enabledWith: string }> {
   const setup = await web.submit('/account/security', '/account/security/totp/start', {});
   expect(setup.status).toBe(200);
   expect(setup.text).toMatch(/<img src="data:image\/svg\+xml;base64,/);
@@ -24,12 +24,13 @@ async function enableTwoFactor(app: TestApp, web: WebClient, clock: Clock): Prom
   const wrong = await web.request('POST', '/account/security/totp/enable', { _csrf: csrfOf(setup.text), setup_token: setupToken, code: '000000' === totpCode(secret, clock) ? '111111' : '000000' });
   expect(wrong.status).toBe(422);
   expect(wrong.text).toContain('That code is not correct');
-  const done = await web.request('POST', '/account/security/totp/enable', { _csrf: csrfOf(setup.text), setup_token: setupToken, code: totpCode(secret, clock) });
+  const enabledWith = totpCode(secret, clock);
+  const done = await web.request('POST', '/account/security/totp/enable', { _csrf: csrfOf(setup.text), setup_token: setupToken, code: enabledWith });
   expect(done.status).toBe(200);
   const codes = done.text.match(/data-testid="recovery-codes">([^<]+)</)![1]!.split('\n');
   expect(codes).toHaveLength(10);
   void app;
-  return { secret, codes };
+  return { secret, codes, enabledWith };
 }
 
 /** Password step of a two-factor sign-in: lands on the code page. */
@@ -69,16 +70,17 @@ describeAccounts('sign-in security', (env) => {
     const { app, clock } = env();
     const user = await app.user();
     const web = await webSignIn(app, user.email);
-    const { secret, codes } = await enableTwoFactor(app, web, clock);
+    const { secret, codes, enabledWith } = await enableTwoFactor(app, web, clock);
     const db = app.started.deps.db;
     const stored = await db.selectFrom('recovery_codes').select('code_hash').where('user_id', '=', user.userId).execute();
     expect(stored).toHaveLength(10);
     for (const c of codes) expect(stored.map((s) => s.code_hash)).not.toContain(c);
     expect(JSON.stringify(await db.selectFrom('users').select('totp_secret').where('id', '=', user.userId).executeTakeFirstOrThrow())).not.toContain(secret);
 
-    // The code that turned two-factor on cannot sign in: its window was used.
+    // The code that turned two-factor on cannot sign in: its window was used. The same code, not
+    // one computed again: the clock is real time, and a new 30 s window may have begun meanwhile.
     const a = await passwordStep(app, user.email);
-    const reused = await enterCode(a, totpCode(secret, clock));
+    const reused = await enterCode(a, enabledWith);
     expect(reused.status).toBe(422);
     expect(reused.text).toContain('already used');
     expect((await enterCode(a, '12345')).status).toBe(422);
