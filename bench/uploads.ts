@@ -36,6 +36,9 @@ if (!Number.isInteger(BATCH) || BATCH < 1 || BATCH > 100) throw new Error(`BATCH
  * for each save before the next batch, as every earlier figure was taken.
  */
 const PIPELINE = process.env.PIPELINE !== '0';
+/** PUTs in flight (the SDK's default concurrency is 8). */
+const PUTS = Number(process.env.PUTS ?? 8);
+if (!Number.isInteger(PUTS) || PUTS < 1 || PUTS > 64) throw new Error(`PUTS must be a whole number from 1 to 64, not ${process.env.PUTS}`);
 const LARGE_MIB = Number(process.env.LARGE_MIB ?? 1024);
 const LARGE_BYTES = LARGE_MIB * 1024 * 1024;
 const MB = 1e6;
@@ -82,7 +85,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
     const descriptors = batch.map((f) => ({ path: f.path, byte_size: f.bytes.length, content_type: 'application/octet-stream', checksum: md5(f.bytes), sha256: sha256(f.bytes) }));
     const declared = await api('POST', `${base}/${session.id}/uploads`, { files: descriptors });
     lap('descriptors');
-    await inParallel(declared.data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[], Number(process.env.PUTS ?? 8), async (u) => {
+    await inParallel(declared.data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[], PUTS, async (u) => {
       const res = await send('PUT', u.upload.url, u.upload.headers, batch[u.input_index]!.bytes);
       if (res.status !== 200) throw new Error(`PUT: ${res.status} ${res.text}`);
     });
@@ -118,6 +121,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>) 
     wall_s: round(wall, 3),
     batch: BATCH,
     pipeline: PIPELINE,
+    puts_in_flight: PUTS,
     files_per_s: round(files.length / wall, 0),
     goal_files_per_s: 800,
     server_cpu_s: cpuSince(server.pid, cpu0),

@@ -61,7 +61,6 @@ const timer = setInterval(() => {
 parentPort.on('message', () => { clearInterval(timer); db.close(); parentPort.close(); });
 `;
 
-/** Starts the checkpoint thread for `file`; the caller has turned automatic checkpoints off. */
 /** WAL size past which a checkpoint pass also starts the WAL over (see above). */
 export const RESTART_ABOVE_BYTES = 64 * 1024 * 1024;
 /** How long a RESTART checkpoint waits for readers still using the WAL (new writes wait meanwhile). */
@@ -78,6 +77,7 @@ export interface CheckpointerOptions {
   onLost: () => void;
 }
 
+/** Starts the checkpoint thread for `file`; the caller has turned automatic checkpoints off. */
 export function startCheckpointer(file: string, opts: CheckpointerOptions): Checkpointer {
   const worker = new Worker(WORKER, {
     eval: true,

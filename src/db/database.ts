@@ -84,14 +84,14 @@ export interface OpenOptions extends DurableOptions {
   checkpoints?: Pick<CheckpointerOptions, 'intervalMs' | 'restartAboveBytes' | 'onRestart'>;
 }
 
-export async function openDatabase(url: string, schema?: string, durable: OpenOptions = {}): Promise<Database> {
-  if (isPostgresUrl(url)) return openPostgres(url, schema, durable);
-  return openSqlite(sqlitePath(url), durable);
+export async function openDatabase(url: string, schema?: string, opts: OpenOptions = {}): Promise<Database> {
+  if (isPostgresUrl(url)) return openPostgres(url, schema, opts);
+  return openSqlite(sqlitePath(url), opts);
 }
 
 /** The database the configuration names, with its settings (the server and every CLI command). */
-export function openConfiguredDatabase(cfg: { databaseUrl: string; databaseSchema?: string; databasePreparedStatements: boolean }, durable: Omit<OpenOptions, 'preparedStatements'> = {}): Promise<Database> {
-  return openDatabase(cfg.databaseUrl, cfg.databaseSchema, { ...durable, preparedStatements: cfg.databasePreparedStatements });
+export function openConfiguredDatabase(cfg: { databaseUrl: string; databaseSchema?: string; databasePreparedStatements: boolean }, opts: Omit<OpenOptions, 'preparedStatements'> = {}): Promise<Database> {
+  return openDatabase(cfg.databaseUrl, cfg.databaseSchema, { ...opts, preparedStatements: cfg.databasePreparedStatements });
 }
 
 export function isPostgresUrl(url: string): boolean {
@@ -143,7 +143,7 @@ export async function inspectDatabase(url: string, schema?: string): Promise<Dat
   }
 }
 
-function openSqlite(file: string, durable: OpenOptions): Database {
+function openSqlite(file: string, opts: OpenOptions): Database {
   if (file !== ':memory:') makePrivate(file);
   const database = new BetterSqlite3(file);
   database.pragma('journal_mode = WAL');
@@ -164,17 +164,17 @@ function openSqlite(file: string, durable: OpenOptions): Database {
   if (file !== ':memory:') database.pragma('mmap_size = 2147483648');
   // Checkpoints run on a thread of their own (src/db/checkpointer.ts), not inside our commits.
   const checkpointer = file === ':memory:' ? null : startCheckpointer(path.resolve(file), {
-    onError: checkpointErrorLog(durable.log),
-    ...durable.checkpoints,
+    onError: checkpointErrorLog(opts.log),
+    ...opts.checkpoints,
     driver: createRequire(import.meta.url).resolve('better-sqlite3'),
     onLost: () => {
-      durable.log?.error({}, 'the SQLite checkpoint thread stopped; checkpoints run inside commits again');
+      opts.log?.error({}, 'the SQLite checkpoint thread stopped; checkpoints run inside commits again');
       if (database.open) database.pragma('wal_autocheckpoint = 1000');
     },
   });
   if (checkpointer) database.pragma('wal_autocheckpoint = 0');
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database) }) });
-  const commits = sqliteCommits(db, file, durable);
+  const commits = sqliteCommits(db, file, opts);
   return {
     db,
     dialect: 'sqlite',
@@ -204,7 +204,7 @@ function makePrivate(file: string): void {
   }
 }
 
-async function openPostgres(url: string, schema: string | undefined, durable: OpenOptions): Promise<Database> {
+async function openPostgres(url: string, schema: string | undefined, opts: OpenOptions): Promise<Database> {
   if (schema) {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
@@ -219,14 +219,14 @@ async function openPostgres(url: string, schema: string | undefined, durable: Op
     max: 10,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
-  if (durable.preparedStatements !== false) usePreparedStatements(pool, new HotStatements());
+  if (opts.preparedStatements !== false) usePreparedStatements(pool, new HotStatements());
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
     dialect: 'postgres',
     schema: schema ?? 'public',
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    commits: postgresCommits(db, durable),
+    commits: postgresCommits(db, opts),
     close: () => db.destroy(),
   };
 }
