@@ -1,7 +1,8 @@
 import { afterEach, expect, it } from 'vitest';
+import pg from 'pg';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { PermanentJobError, RetryJobAt, Worker } from '../src/jobs/worker.ts';
-import { claimJobs, enqueue } from '../src/jobs/queue.ts';
+import { claimJobs, enqueue, JOBS_CHANNEL } from '../src/jobs/queue.ts';
 
 // The queue against the app's real database; the workers here are extra ones with their own tasks.
 describeEachDatabase('durable jobs', (app) => {
@@ -270,6 +271,25 @@ describeEachDatabase('durable jobs', (app) => {
     expect(seen).toHaveLength(1);
     // Released at the claim: work arriving now queues one more run.
     expect(await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key })).toBeTruthy();
+  });
+
+  it('on Postgres an enqueue that finds its coalesced job queued still wakes the workers at commit (they passed the job over while it was held)', async (ctx) => {
+    const a = app();
+    if (a.kind !== 'postgres') return ctx.skip();
+    const d = a.started.deps;
+    const task = `t.coalesce-wake.${Math.random()}`;
+    const key = `coalesce:${task}`;
+    expect(await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key })).toBeTruthy();
+    const listener = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
+    await listener.connect();
+    try {
+      const woken = new Promise<void>((resolve) => listener.on('notification', (n) => n.payload === task && resolve()));
+      await listener.query(`listen ${JOBS_CHANNEL}`);
+      expect(await d.db.transaction().execute((t) => enqueue(t, d.dialect, task, {}, new Date(), { uniqueKey: key }))).toBeNull();
+      await woken;
+    } finally {
+      await listener.end();
+    }
   });
 
   it('on Postgres a NOTIFY at commit wakes an idle worker on another connection at once', async (ctx) => {

@@ -33,6 +33,7 @@ import * as m0023 from './migrations/0023_account_logos.ts';
 import * as m0025 from './migrations/0025_file_search_docs.ts';
 import * as m0026 from './migrations/0026_file_search_docs_postgres.ts';
 import * as m0027 from './migrations/0027_file_search_docs_upsert.ts';
+import * as m0028 from './migrations/0028_search_tsvector_from_words.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -70,6 +71,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0025_file_search_docs': m0025,
   '0026_file_search_docs_postgres': m0026,
   '0027_file_search_docs_upsert': m0027,
+  '0028_search_tsvector_from_words': m0028,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.

@@ -11,6 +11,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { dataBudgetOf, DataBudgetExceeded, type DataBudget, type DataReservation } from './data-budget.ts';
+import { searchIndex } from '../search/search-index.ts';
 
 /** Past this size a message is written to the store while DATA goes on (the spool's one-write limit). */
 const STREAM_FROM_BYTES = 1024 * 1024;
@@ -161,7 +162,11 @@ export class InboundPipeline {
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
       const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
       // Every blob of the message is written (and fsynced) in parallel.
-      const [jsons] = await Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
+      const blobsStored = Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
+      // While they are: the body made ready for the search index, work the group commit would
+      // otherwise do while it holds the mailbox (src/search/search-index.ts, PreparedText).
+      const searchBody = searchIndex(deps).prepareBody(parsed.body_text ?? '');
+      const [jsons] = await blobsStored;
       const raw = await putting;
       const deliveries: InboundDelivery[] = [];
       for (const [i, r] of accepted.entries()) {
@@ -177,6 +182,7 @@ export class InboundPipeline {
           envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
           auth,
           spamFlags,
+          searchBody,
         });
       }
       await this.commits.submit(deliveries, expected);

@@ -26,7 +26,7 @@ import { insertBlobRows } from '../blobs/blob-rows.ts';
 import { receivedUsageUpsert } from './usage.ts';
 import { emailDirectory } from './layout.ts';
 import { ConversationIndex } from './conversations.ts';
-import { searchIndex } from '../search/search-index.ts';
+import { searchIndex, type PreparedText } from '../search/search-index.ts';
 import { emailDocsFor } from '../search/documents.ts';
 import { queueExtraction } from '../search/queue-extraction.ts';
 
@@ -46,6 +46,8 @@ export interface InboundDelivery {
   envelope: { mailFrom: string | null; clientIp: string | null; helo: string | null };
   auth: AuthSummary | null;
   spamFlags: string[];
+  /** The body made ready for the search index before the commit (null: nothing to prepare). */
+  searchBody?: PreparedText | null;
   /** Set by the store: the message.json file's id. */
   jsonFileId?: string;
 }
@@ -123,6 +125,8 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
 
     // Searchable as soon as stored; attachment text joins the document when extraction has run.
     const docs = await emailDocsFor(trx, batch.emails, new Map(batch.versions.map((v) => [v.id, v.sha256])));
+    const prepared = new Map(deliveries.map((d) => [d.emailId, d.searchBody]));
+    for (const doc of docs) doc.preparedBody = prepared.get(doc.emailId) ?? undefined;
     const index = searchIndex(deps);
     const indexWrites = index.emailWrites(trx, docs);
     // The rows are written together (one statement on Postgres: src/db/write-batch.ts). All are new

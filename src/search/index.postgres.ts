@@ -2,7 +2,8 @@ import { sql, type CompiledQuery, type Expression, type Kysely, type RawBuilder,
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
-import { MAX_RANKED_MATCHES, type EmailDoc, type Ranked, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
+import { wordPositions } from './word-positions.ts';
+import { MAX_RANKED_MATCHES, type EmailDoc, type PreparedText, type Ranked, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
 
 // Postgres: tsvector columns with GIN indexes, in the configured text search configuration
 // (CUBBY_SEARCH_LANGUAGE). Text is reduced to letters and digits before to_tsvector, so that words
@@ -25,6 +26,9 @@ const BODY_CHARS = 80 * 1024;
 const ATTACHMENT_CHARS = 60 * 1024;
 const TEXT_CHARS = 150 * 1024;
 const prep = (s: string, max = EMAIL_FIELD_CHARS) => normalizeText(s.length > max ? s.slice(0, max) : s);
+// From this many words on, a text goes to Postgres as its distinct words and their positions
+// (src/search/word-positions.ts); a shorter one (a subject, an address) costs less parsed whole.
+const WORDS_BY_POSITION = 64;
 
 /** The ranked rows of a `n left join page` result (one row with no id when the page is empty). */
 function rankedRows<K extends 'email_id' | 'file_id'>(rows: ({ [k in K]: string | null } & { rank: number | null; total: number })[], id: K): Ranked<{ [k in K]: string } & { rank: number }> {
@@ -42,8 +46,23 @@ export class PostgresSearchIndex implements SearchIndex {
     this.cfg = sql`${language}::regconfig`;
   }
 
+  prepareBody(body: string): PreparedText {
+    return this.prepare(body, BODY_CHARS);
+  }
+
+  private prepare(text: string, max?: number): PreparedText {
+    const normalized = prep(text, max);
+    return { normalized, words: wordPositions(normalized, WORDS_BY_POSITION) };
+  }
+
   private vec(text: string, max?: number) {
-    return sql`to_tsvector(${this.cfg}, ${prep(text, max)})`;
+    return this.vecOf(this.prepare(text, max));
+  }
+
+  private vecOf({ normalized, words }: PreparedText) {
+    return words
+      ? sql`search_tsvector_from_words(${this.cfg}, ${words.words}, ${words.positions}::text[])`
+      : sql`to_tsvector(${this.cfg}, ${normalized})`;
   }
 
   private query(text: string) {
@@ -60,18 +79,19 @@ export class PostgresSearchIndex implements SearchIndex {
     const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
     const out: CompiledQuery[] = [];
     for (let i = 0; i < latest.length; i += 200) {
-      const values = latest.slice(i, i + 200).map((d) => {
-        const subject = this.vec(d.subject);
-        const sender = this.vec(d.sender);
-        const recipients = this.vec(d.recipients);
-        const names = this.vec(d.names);
-        return sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)},
-          setweight(${subject}, 'A') || setweight(${sender}, 'B') || setweight(${recipients} || ${names}, 'C') || ${this.vec(d.body, BODY_CHARS)} || ${this.vec(d.attachments, ATTACHMENT_CHARS)},
-          ${subject}, ${sender}, ${recipients}, ${names})`;
-      });
+      // Each field's tsvector is made once, in the values list, and the weighted whole is put
+      // together from them.
+      const values = latest
+        .slice(i, i + 200)
+        .map(
+          (d) =>
+            sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)}, ${this.vec(d.subject)}, ${this.vec(d.sender)}, ${this.vec(d.recipients)}, ${this.vec(d.names)}, ${d.preparedBody ? this.vecOf(d.preparedBody) : this.vec(d.body, BODY_CHARS)}, ${this.vec(d.attachments, ATTACHMENT_CHARS)})`,
+        );
       out.push(
         sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
-        values ${sql.join(values)}
+        select email_id, mailbox_id, attachment_shas, setweight(subject, 'A') || setweight(sender, 'B') || setweight(recipients || names, 'C') || body || attachments,
+          subject, sender, recipients, names
+        from (values ${sql.join(values)}) as d (email_id, mailbox_id, attachment_shas, subject, sender, recipients, names, body, attachments)
         on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
           tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.compile(db),
       );

@@ -91,6 +91,11 @@ export class SqliteSearchIndex implements SearchIndex {
     return null;
   }
 
+  // FTS5 tokenizes inside SQLite, in the write itself.
+  prepareBody(): null {
+    return null;
+  }
+
   async putEmails(db: Kysely<DB>, docs: EmailDoc[]): Promise<void> {
     const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
     for (let i = 0; i < latest.length; i += 200) {

@@ -2,6 +2,7 @@ import type { CompiledQuery, Expression, Kysely, RawBuilder, SqlBool } from 'kys
 import type { DB } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import type { SearchQuery } from './query.ts';
+import type { WordPositions } from './word-positions.ts';
 import { SqliteSearchIndex } from './index.sqlite.ts';
 import { PostgresSearchIndex } from './index.postgres.ts';
 
@@ -24,6 +25,18 @@ export interface EmailDoc {
   /** Extracted text of the attachments. */
   attachments: string;
   attachmentShas: string[];
+  /** `body` made ready by the same index's prepareBody, ahead of the write (received mail). */
+  preparedBody?: PreparedText;
+}
+
+/**
+ * A text made ready for an index's write ahead of it (Postgres: reduced to letters and digits, and
+ * split into its distinct words: src/search/word-positions.ts), so that the work is done before a
+ * group commit instead of inside it. Opaque to callers.
+ */
+export interface PreparedText {
+  readonly normalized: string;
+  readonly words: WordPositions | null;
 }
 
 export interface TextRow {
@@ -67,6 +80,8 @@ export interface SearchIndex {
    * this index must read while it writes (SQLite's FTS rows are keyed by the documents' row ids).
    */
   emailWrites(db: Kysely<DB>, docs: EmailDoc[]): CompiledQuery[] | null;
+  /** An email body made ready for emailWrites (EmailDoc.preparedBody); null when this index has nothing to prepare. */
+  prepareBody(body: string): PreparedText | null;
   removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
   /** Stores (or replaces) the extraction result of one content, and indexes its text. */
   putText(db: Kysely<DB>, row: TextRow): Promise<void>;
