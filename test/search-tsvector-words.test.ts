@@ -3,7 +3,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeText } from '../src/search/query.ts';
-import { wordPositions } from '../src/search/word-positions.ts';
+import { functionArguments, textWords, type WordPositions } from '../src/search/word-positions.ts';
+import { LexemeCache } from '../src/search/lexeme-cache.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 // On Postgres a long text's tsvector is built from its distinct words and their positions
@@ -34,24 +35,57 @@ function generated(rnd: () => number, words: number, vocabulary = VOCABULARY): s
   return out.join(rnd() < 0.5 ? ' ' : ' -- ');
 }
 
-describe('wordPositions', () => {
+/**
+ * What textWords must return, written plainly: the words of normalizeText's result, lowercased,
+ * unless a character outside ASCII letters and digits is a letter or digit, a word starts with
+ * digits, an e and a digit, a word is too long or there are too many or too few.
+ */
+function reference(text: string, minWords: number): WordPositions | null {
+  const normalized = normalizeText(text);
+  if (/[^A-Za-z0-9 ]/.test(normalized)) return null;
+  const all = normalized.toLowerCase().split(' ').filter(Boolean);
+  if (all.length < minWords || all.length > 16_383 || all.some((w) => w.length > 2046 || /^[0-9]+e[0-9]/.test(w))) return null;
+  const out: WordPositions = { words: [], positions: [] };
+  all.forEach((w, i) => {
+    const at = out.words.indexOf(w);
+    if (at < 0) {
+      out.words.push(w);
+      out.positions.push([i + 1]);
+    } else out.positions[at]!.push(i + 1);
+  });
+  return out;
+}
+
+describe('textWords', () => {
   it('lists each distinct word once, in order of first use, with its positions', () => {
-    expect(wordPositions(normalizeText('The report, the REPORT and the invoice.'), 1)).toEqual({
-      words: 'the report and invoice',
-      positions: ['1,3,6', '2,4', '5', '7'],
-    });
+    const words = textWords('The report, the REPORT and the invoice.', 1)!;
+    expect(words).toEqual({ words: ['the', 'report', 'and', 'invoice'], positions: [[1, 3, 6], [2, 4], [5], [7]] });
+    expect(functionArguments(words)).toEqual({ words: 'the report and invoice', positions: ['1,3,6', '2,4', '5', '7'] });
+  });
+
+  it('finds the words normalizeText leaves, in one pass', () => {
+    const rnd = random(5);
+    const pieces = ['Report', 'the', '2026', 'a1', '12e', '1e5', ' ', ', ', '\n', '--', '\u00a0', '\u2014', '😀', 'é', '\u212A', '²', 'x'.repeat(2047), '\ud800', 'INVOICE', 'e5'];
+    const texts = [...fixtureTexts, ...Array.from({ length: 2000 }, () => Array.from({ length: 1 + Math.floor(rnd() * 12) }, () => pieces[Math.floor(rnd() * pieces.length)]).join(rnd() < 0.5 ? ' ' : ''))];
+    let some = 0;
+    for (const text of texts) {
+      const expected = reference(text, 1);
+      if (expected) some++;
+      expect(textWords(text, 1), JSON.stringify(text.slice(0, 80))).toEqual(expected);
+    }
+    expect(some).toBeGreaterThan(200);
   });
 
   it('leaves to to_tsvector what it cannot promise to split as Postgres would', () => {
-    expect(wordPositions('only three words', 64)).toBeNull();
-    expect(wordPositions('café au lait', 1)).toBeNull();
-    expect(wordPositions('\u212Aelvin sign', 1)).toBeNull();
-    expect(wordPositions('a 5e10x float', 1)).toBeNull();
-    expect(wordPositions('1e5', 1)).toBeNull();
-    expect(wordPositions(`long ${'y'.repeat(2047)} word`, 1)).toBeNull();
-    expect(wordPositions(Array(16_384).fill('w').join(' '), 1)).toBeNull();
-    expect(wordPositions(Array(16_383).fill('w').join(' '), 1)?.positions[0]?.split(',')).toHaveLength(16_383);
-    expect(wordPositions(`e5 x1e5 12e ${'y'.repeat(2046)}`, 1)?.words).toBe(`e5 x1e5 12e ${'y'.repeat(2046)}`);
+    expect(textWords('only three words', 64)).toBeNull();
+    expect(textWords('café au lait', 1)).toBeNull();
+    expect(textWords('\u212Aelvin sign', 1)).toBeNull();
+    expect(textWords('a 5e10x float', 1)).toBeNull();
+    expect(textWords('1e5', 1)).toBeNull();
+    expect(textWords(`long ${'y'.repeat(2047)} word`, 1)).toBeNull();
+    expect(textWords(Array(16_384).fill('w').join(' '), 1)).toBeNull();
+    expect(textWords(Array(16_383).fill('w').join(' '), 1)?.positions[0]).toHaveLength(16_383);
+    expect(textWords(`e5 x1e5 12e ${'y'.repeat(2046)}`, 1)?.words).toEqual(['e5', 'x1e5', '12e', 'y'.repeat(2046)]);
   });
 });
 
@@ -68,10 +102,11 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('tsvectors from distinct w
     let byWord = 0;
     for (const text of texts) {
       const normalized = normalizeText(text);
-      const words = wordPositions(normalized, 1);
+      const words = textWords(text, 1);
       if (!words) continue;
       byWord++;
-      const { rows } = await sql<{ built: string; whole: string }>`select search_tsvector_from_words(${config}::regconfig, ${words.words}, ${words.positions}::text[])::text as built,
+      const args = functionArguments(words);
+      const { rows } = await sql<{ built: string; whole: string }>`select search_tsvector_from_words(${config}::regconfig, ${args.words}, ${args.positions}::text[])::text as built,
         to_tsvector(${config}::regconfig, ${normalized})::text as whole`.execute(db);
       expect(rows[0]!.built, text.slice(0, 200)).toBe(rows[0]!.whole);
     }
@@ -105,6 +140,35 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('tsvectors from distinct w
     expect(await compare(texts, 'english')).toBe(3);
   });
 
+  it('builds the tsvector here from the lexemes learned for its words, exactly as to_tsvector does', async () => {
+    const { db } = app.started.deps;
+    const rnd = random(11);
+    const texts = [
+      ...fixtureTexts,
+      ...Array.from({ length: 20 }, () => generated(rnd, 1 + Math.floor(rnd() * 3000))),
+      Array(300).fill('report').join(' '),
+      Array(200).fill('report reports').join(' '),
+      'the and of a',
+    ];
+    for (const config of ['english', 'simple']) {
+      const cache = new LexemeCache(db, config);
+      let built = 0;
+      for (const text of texts) {
+        const normalized = normalizeText(text);
+        const words = textWords(text, 1);
+        if (!words) continue;
+        // Not known yet: left to Postgres while the words are learned.
+        if (cache.tsvector(words) === null) await cache.settled();
+        const tsvector = cache.tsvector(words);
+        expect(tsvector).not.toBeNull();
+        built++;
+        const { rows } = await sql<{ built: string; whole: string }>`select ${tsvector}::tsvector::text as built, to_tsvector(${config}::regconfig, ${normalized})::text as whole`.execute(db);
+        expect(rows[0]!.built, text.slice(0, 200)).toBe(rows[0]!.whole);
+      }
+      expect(built).toBeGreaterThanOrEqual(30);
+    }
+  });
+
   it('parses the text whole in a configuration whose dictionaries read words together (a thesaurus)', async () => {
     const { db } = app.started.deps;
     const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s;
@@ -115,9 +179,14 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('tsvectors from distinct w
     const text = generated(random(3), 500, [...VOCABULARY, 'one', 'two', 'three', 'supernovae', 'stars', 'booking', 'tickets']);
     expect(await compare([text], config)).toBe(1);
     // Word by word would have been wrong here: "one two" is one thesaurus entry, "one" another.
-    const words = wordPositions(normalizeText(text), 1)!;
+    const words = functionArguments(textWords(text, 1)!);
     const { rows } = await sql<{ naive: string; whole: string }>`select (select string_agg('''' || l.lexeme || ''':' || (${words.positions}::text[])[p], ' ')::tsvector
         from unnest(to_tsvector(${config}::regconfig, ${words.words})) l, unnest(l.positions) p)::text as naive, to_tsvector(${config}::regconfig, ${normalizeText(text)})::text as whole`.execute(db);
     expect(rows[0]!.naive).not.toBe(rows[0]!.whole);
+    // Nor are its words' lexemes kept to build tsvectors here.
+    const cache = new LexemeCache(db, config);
+    expect(cache.tsvector(textWords(text, 1)!)).toBeNull();
+    await cache.settled();
+    expect(cache.tsvector(textWords(text, 1)!)).toBeNull();
   });
 });

@@ -165,7 +165,7 @@ export class InboundPipeline {
       const blobsStored = Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
       // While they are: the body made ready for the search index, work the group commit would
       // otherwise do while it holds the mailbox (src/search/search-index.ts, PreparedText).
-      const searchBody = searchIndex(deps).prepareBody(parsed.body_text ?? '');
+      const searchBody = searchIndex(deps).prepareBody(deps.db, parsed.body_text ?? '');
       const [jsons] = await blobsStored;
       const raw = await putting;
       const deliveries: InboundDelivery[] = [];

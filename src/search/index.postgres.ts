@@ -2,7 +2,8 @@ import { sql, type CompiledQuery, type Expression, type Kysely, type RawBuilder,
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
-import { wordPositions } from './word-positions.ts';
+import { functionArguments, textWords } from './word-positions.ts';
+import { lexemeCache } from './lexeme-cache.ts';
 import { MAX_RANKED_MATCHES, type EmailDoc, type PreparedText, type Ranked, type RankKey, type SearchIndex, type TextRow } from './search-index.ts';
 
 // Postgres: tsvector columns with GIN indexes, in the configured text search configuration
@@ -25,7 +26,6 @@ const EMAIL_FIELD_CHARS = 10 * 1024;
 const BODY_CHARS = 80 * 1024;
 const ATTACHMENT_CHARS = 60 * 1024;
 const TEXT_CHARS = 150 * 1024;
-const prep = (s: string, max = EMAIL_FIELD_CHARS) => normalizeText(s.length > max ? s.slice(0, max) : s);
 // From this many words on, a text goes to Postgres as its distinct words and their positions
 // (src/search/word-positions.ts); a shorter one (a subject, an address) costs less parsed whole.
 const WORDS_BY_POSITION = 64;
@@ -41,28 +41,32 @@ function rankedRows<K extends 'email_id' | 'file_id'>(rows: ({ [k in K]: string 
 export class PostgresSearchIndex implements SearchIndex {
   private readonly cfg: RawBuilder<unknown>;
 
-  constructor(language: string) {
+  constructor(private readonly language: string) {
     // Validated by the config schema as a plain identifier; bound as a value and cast, never spliced.
     this.cfg = sql`${language}::regconfig`;
   }
 
-  prepareBody(body: string): PreparedText {
-    return this.prepare(body, BODY_CHARS);
+  // Received mail: the body's tsvector built here when its words are known (src/search/lexeme-cache.ts).
+  prepareBody(db: Kysely<DB>, body: string): PreparedText {
+    const prepared = this.prepare(body, BODY_CHARS);
+    return prepared.words ? { ...prepared, tsvector: lexemeCache(db, this.language).tsvector(prepared.words) } : prepared;
   }
 
-  private prepare(text: string, max?: number): PreparedText {
-    const normalized = prep(text, max);
-    return { normalized, words: wordPositions(normalized, WORDS_BY_POSITION) };
+  private prepare(text: string, max = EMAIL_FIELD_CHARS): PreparedText {
+    const cut = text.length > max ? text.slice(0, max) : text;
+    const words = textWords(cut, WORDS_BY_POSITION);
+    return words ? { words } : { words: null, normalized: normalizeText(cut) };
   }
 
   private vec(text: string, max?: number) {
     return this.vecOf(this.prepare(text, max));
   }
 
-  private vecOf({ normalized, words }: PreparedText) {
-    return words
-      ? sql`search_tsvector_from_words(${this.cfg}, ${words.words}, ${words.positions}::text[])`
-      : sql`to_tsvector(${this.cfg}, ${normalized})`;
+  private vecOf({ normalized, words, tsvector }: PreparedText) {
+    if (tsvector != null) return sql`${tsvector}::tsvector`;
+    if (!words) return sql`to_tsvector(${this.cfg}, ${normalized ?? ''})`;
+    const args = functionArguments(words);
+    return sql`search_tsvector_from_words(${this.cfg}, ${args.words}, ${args.positions}::text[])`;
   }
 
   private query(text: string) {

@@ -35,8 +35,12 @@ export interface EmailDoc {
  * group commit instead of inside it. Opaque to callers.
  */
 export interface PreparedText {
-  readonly normalized: string;
+  /** Its words, when it goes to Postgres as words (the others, a short or unusual text, go whole). */
   readonly words: WordPositions | null;
+  /** The text reduced to letters and digits, when it goes whole. */
+  readonly normalized?: string;
+  /** The finished tsvector's text, when it could be built ahead (Postgres: src/search/lexeme-cache.ts). */
+  readonly tsvector?: string | null;
 }
 
 export interface TextRow {
@@ -81,7 +85,7 @@ export interface SearchIndex {
    */
   emailWrites(db: Kysely<DB>, docs: EmailDoc[]): CompiledQuery[] | null;
   /** An email body made ready for emailWrites (EmailDoc.preparedBody); null when this index has nothing to prepare. */
-  prepareBody(body: string): PreparedText | null;
+  prepareBody(db: Kysely<DB>, body: string): PreparedText | null;
   removeEmails(db: Kysely<DB>, emailIds: string[]): Promise<void>;
   /** Stores (or replaces) the extraction result of one content, and indexes its text. */
   putText(db: Kysely<DB>, row: TextRow): Promise<void>;
