@@ -530,6 +530,42 @@ describe('@cubby/sdk', () => {
     }
   });
 
+  it('a request safe to repeat is retried after a 500, 502 or 504 (a passing fault, a proxy in front); a create is not', async () => {
+    const box = await cubby.mailboxes.create({ title: `retried-${Date.now()}` });
+    // A gateway in front of the service: it answers the next statuses queued here itself.
+    const failNext: number[] = [];
+    const gateway: typeof fetch = async (input, init) => {
+      const status = failNext.shift();
+      if (status === 500) return new Response(JSON.stringify({ error: { code: 'INTERNAL', message: 'Something went wrong' } }), { status, headers: { 'content-type': 'application/json' } });
+      if (status) return new Response(status === 502 ? 'Bad Gateway' : 'Gateway Timeout', { status, headers: { 'content-type': 'text/plain' } });
+      return globalThis.fetch(input, init);
+    };
+    const retries: string[] = [];
+    const waits: number[] = [];
+    const c = client(user.key, { fetch: gateway, sleep: async (ms) => void waits.push(ms), retry: { onRetry: (i) => retries.push(`${i.error.code} ${i.delaySeconds}`) } });
+
+    failNext.push(502, 504, 500);
+    expect((await c.mailboxes.get(box.id)).id).toBe(box.id);
+    expect(retries).toEqual(['HTTP_502 0.5', 'HTTP_504 1', 'INTERNAL 2']);
+    expect(waits).toEqual([500, 1000, 2000]);
+
+    // Three retries at most: the fourth failure is the caller's, and says it may pass.
+    failNext.push(500, 500, 500, 500);
+    const failed = await c.mailboxes.get(box.id).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(CubbyError);
+    expect((failed as CubbyError).code).toBe('INTERNAL');
+    expect((failed as CubbyError).temporary).toBe(true);
+    expect(failNext).toEqual([]);
+
+    // A create is never repeated: the mailbox may have been made before the gateway failed.
+    retries.length = 0;
+    failNext.push(502);
+    const created = await c.mailboxes.create({ title: 'made once' }).catch((e: unknown) => e);
+    expect((created as CubbyError).status).toBe(502);
+    expect(retries).toEqual([]);
+    expect(failNext).toEqual([]);
+  });
+
   it('the core has no Node-only imports', () => {
     const dir = path.join(import.meta.dirname, '../packages/sdk/src');
     for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'node.ts')) {

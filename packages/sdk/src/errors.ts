@@ -22,11 +22,18 @@ export class CubbyError extends Error {
     this.retryAfter = init.retryAfter ?? null;
   }
 
-  /** True for answers worth retrying later (429, 503, network failures). */
+  /** True for answers worth retrying later (network failures, 429, 500, 502, 503, 504). */
   get temporary(): boolean {
-    return this.status === 0 || this.status === 429 || this.status === 503;
+    return this.status === 0 || RETRIED_STATUSES.has(this.status);
   }
 }
+
+/**
+ * Answers a request that is safe to repeat is retried on: rate limits (429), unavailability (503),
+ * and faults that a repeat often does not meet again: a 500 (a database busy for a moment, say) and
+ * a gateway's 502 and 504 in front of the service.
+ */
+export const RETRIED_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
 /** A webhook whose signature, timestamp or body does not check out. */
 export class WebhookVerificationError extends Error {

@@ -1,4 +1,4 @@
-import { CubbyError, errorFromResponse } from './errors.ts';
+import { CubbyError, errorFromResponse, RETRIED_STATUSES } from './errors.ts';
 
 // The one place requests are made: base URL, bearer key, the selected account, JSON in and out,
 // unwrapping of both surfaces' envelopes, and retries of temporary answers.
@@ -35,8 +35,10 @@ export interface RequestSpec {
   query?: Record<string, unknown> | undefined;
   body?: Record<string, unknown> | undefined;
   /**
-   * Whether a 429/503 may be retried. Defaults to true for GET, PUT, PATCH and DELETE and false
-   * for POST (creates are never repeated automatically: a second mailbox or email could result).
+   * Whether the request may be repeated automatically (after a network failure or an answer in
+   * RETRIED_STATUSES). Defaults to true for GET, PUT, PATCH and DELETE and false for POST (creates
+   * are never repeated automatically: a second mailbox or email could result); POSTs that are safe
+   * to repeat (upload steps, archive) say so.
    */
   retry?: boolean;
   /** Statuses answered without throwing (their body is returned), e.g. 202 is always fine. */
@@ -126,7 +128,7 @@ export class Transport {
       }
       if (res.ok) return { status: res.status, headers: res.headers, body: parsed as T };
       const error = errorFromResponse(res.status, res.headers, parsed, text);
-      if (retryable && (res.status === 429 || res.status === 503) && !NEVER_RETRIED.has(error.code) && attempt < this.retry.retries) {
+      if (retryable && RETRIED_STATUSES.has(res.status) && !NEVER_RETRIED.has(error.code) && attempt < this.retry.retries) {
         const delay = error.retryAfter ?? Math.min(8, 0.5 * 2 ** attempt);
         if (delay <= this.retry.maxDelaySeconds) {
           await this.wait(attempt, delay, error, spec);
