@@ -4,7 +4,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeText } from '../src/search/query.ts';
 import { functionArguments, textWords, type WordPositions } from '../src/search/word-positions.ts';
-import { LexemeCache } from '../src/search/lexeme-cache.ts';
+import { LexemeCache, lexemeCache } from '../src/search/lexeme-cache.ts';
+import { labelNow, mailboxWithAddress, sendMail } from './smtp-helpers.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 
 // On Postgres a long text's tsvector is built from its distinct words and their positions
@@ -188,5 +189,29 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('tsvectors from distinct w
     expect(cache.tsvector(textWords(text, 1)!)).toBeNull();
     await cache.settled();
     expect(cache.tsvector(textWords(text, 1)!)).toBeNull();
+  });
+
+  it('finds received mail by stem and phrase once its words are known and Cubby builds the body tsvector', async () => {
+    const user = await app.user();
+    const box = await mailboxWithAddress(app, user);
+    const marker = `zq${Math.random().toString(36).slice(2, 8)}x`;
+    const filler = generated(random(9), 80);
+    const body = `${filler} the quarterly shipment reports ${marker} invoice. ${filler}`;
+    const [first] = (await sendMail(app, { to: box.address, subject: 'first', text: body })).emailIds;
+    // The first message taught the cache its words: the second one's tsvector is built by Cubby.
+    const cache = lexemeCache(app.started.deps.db, app.started.deps.config.search.language);
+    await cache.settled();
+    expect(cache.tsvector(textWords(body, 1)!)).not.toBeNull();
+    const [second] = (await sendMail(app, { to: box.address, subject: 'second', text: body })).emailIds;
+    await labelNow(app);
+    const found = async (q: string) => {
+      const res = await app.request('GET', `/v1/mailboxes/${box.id}/emails`, { key: user.key, query: { q } });
+      expect(res.status, res.text).toBe(200);
+      return res.body.data.emails.map((e: { id: string }) => e.id).sort();
+    };
+    expect(await found(marker)).toEqual([first, second].sort());
+    expect(await found('"quarterly shipment reporting"')).toEqual([first, second].sort());
+    expect(await found(`"reports ${marker} invoice"`)).toEqual([first, second].sort());
+    expect(await found('"shipment quarterly"')).toEqual([]);
   });
 });
