@@ -5,6 +5,15 @@ import { PermanentJobError, RetryJobAt, Worker } from '../src/jobs/worker.ts';
 import { claimJobs, enqueue, JOBS_CHANNEL } from '../src/jobs/queue.ts';
 
 // The queue against the app's real database; the workers here are extra ones with their own tasks.
+/** A coalesced job of a task of its own, queued: the task, its unique key and the job's id. */
+async function queuedCoalescedJob(d: TestApp['started']['deps'], name: string): Promise<{ task: string; key: string; id: string }> {
+  const task = `t.${name}.${Math.random()}`;
+  const key = `coalesce:${task}`;
+  const id = await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key });
+  expect(id).toBeTruthy();
+  return { task, key, id: id! };
+}
+
 describeEachDatabase('durable jobs', (app) => {
   const workers: Worker[] = [];
   afterEach(async () => {
@@ -238,10 +247,7 @@ describeEachDatabase('durable jobs', (app) => {
     const a = app();
     if (a.kind !== 'postgres') return ctx.skip();
     const d = a.started.deps;
-    const task = `t.coalesce-open.${Math.random()}`;
-    const key = `coalesce:${task}`;
-    const first = await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key });
-    expect(first).toBeTruthy();
+    const { task, key, id: first } = await queuedCoalescedJob(d, 'coalesce-open');
     const claim = () => claimJobs(d.db, d.dialect, 'wrk_test', [task], new Date(), 60_000, 1);
 
     let commit!: () => void;
@@ -277,9 +283,7 @@ describeEachDatabase('durable jobs', (app) => {
     const a = app();
     if (a.kind !== 'postgres') return ctx.skip();
     const d = a.started.deps;
-    const task = `t.coalesce-wake.${Math.random()}`;
-    const key = `coalesce:${task}`;
-    expect(await enqueue(d.db, d.dialect, task, {}, new Date(), { uniqueKey: key })).toBeTruthy();
+    const { task, key } = await queuedCoalescedJob(d, 'coalesce-wake');
     const listener = new pg.Client({ connectionString: process.env.CUBBY_TEST_POSTGRES_URL });
     await listener.connect();
     try {

@@ -103,12 +103,9 @@ export class LexemeCache {
     }
   }
 
-  /** The same test as search_tsvector_from_words makes (migration 0028). */
+  /** Asked of Postgres (migration 0028), which makes the same test before building from words. */
   private async configurationIsWordByWord(): Promise<boolean> {
-    const { rows } = await sql<{ ok: boolean }>`select exists (select 1 from pg_ts_config c join pg_ts_parser p on p.oid = c.cfgparser
-        where c.oid = ${this.language}::regconfig and p.prsname = 'default' and p.prsnamespace = 'pg_catalog'::regnamespace)
-      and not exists (select 1 from pg_ts_config_map m join pg_ts_dict d on d.oid = m.mapdict join pg_ts_template t on t.oid = d.dicttemplate
-        where m.mapcfg = ${this.language}::regconfig and not (t.tmplnamespace = 'pg_catalog'::regnamespace and t.tmplname in ('simple', 'snowball'))) as ok`.execute(this.db);
+    const { rows } = await sql<{ ok: boolean }>`select search_config_word_by_word(${this.language}::regconfig) as ok`.execute(this.db);
     return rows[0]?.ok === true;
   }
 }

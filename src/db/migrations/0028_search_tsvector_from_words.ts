@@ -15,17 +15,23 @@ import { sql, SqliteAdapter, type Kysely } from 'kysely';
 // whole. test/search-tsvector-words.test.ts compares the two on real and generated texts.
 export async function up(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
+  // PL/pgSQL, not SQL: it keeps its query's plan for the session, where a SQL function called from
+  // another function is planned again at every call (0.7 ms). Cubby asks it too, once per
+  // configuration (src/search/lexeme-cache.ts).
+  await sql.raw(`create or replace function search_config_word_by_word(cfg regconfig) returns boolean
+    language plpgsql stable parallel safe as $$
+    begin
+      return exists (select 1 from pg_ts_config c join pg_ts_parser p on p.oid = c.cfgparser
+                     where c.oid = cfg and p.prsname = 'default' and p.prsnamespace = 'pg_catalog'::regnamespace)
+         and not exists (select 1 from pg_ts_config_map m join pg_ts_dict d on d.oid = m.mapdict join pg_ts_template t on t.oid = d.dicttemplate
+                         where m.mapcfg = cfg and not (t.tmplnamespace = 'pg_catalog'::regnamespace and t.tmplname in ('simple', 'snowball')));
+    end $$`).execute(db);
   await sql.raw(`create or replace function search_tsvector_from_words(cfg regconfig, words text, word_positions text[]) returns tsvector
     language plpgsql stable parallel safe as $$
     declare
       v tsvector;
     begin
-      -- A query of its own, not a SQL function: PL/pgSQL keeps its plan for the session, where a
-      -- SQL function called from here would be planned again at every call (0.7 ms).
-      if exists (select 1 from pg_ts_config c join pg_ts_parser p on p.oid = c.cfgparser
-                 where c.oid = cfg and p.prsname = 'default' and p.prsnamespace = 'pg_catalog'::regnamespace)
-         and not exists (select 1 from pg_ts_config_map m join pg_ts_dict d on d.oid = m.mapdict join pg_ts_template t on t.oid = d.dicttemplate
-                         where m.mapcfg = cfg and not (t.tmplnamespace = 'pg_catalog'::regnamespace and t.tmplname in ('simple', 'snowball'))) then
+      if search_config_word_by_word(cfg) then
         select coalesce(string_agg('''' || replace(replace(l.lexeme, '\\', '\\\\'), '''', '''''') || ''':' || word_positions[p], ' '), '')::tsvector into v
           from unnest(to_tsvector(cfg, words)) l, unnest(l.positions) p;
         if not exists (select 1 from unnest(v) u where cardinality(u.positions) > 255) then
@@ -40,4 +46,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
   await sql.raw('drop function if exists search_tsvector_from_words(regconfig, text, text[])').execute(db);
+  await sql.raw('drop function if exists search_config_word_by_word(regconfig)').execute(db);
 }
