@@ -8,6 +8,7 @@ import type { DestinationStream } from 'pino';
 import { Metrics } from './ops/metrics.ts';
 import { buildHttpServer } from './http/server.ts';
 import { createBlobStore } from './blobs/index.ts';
+import { InlineAwareBlobStore } from './blobs/inline-blobs.ts';
 import { Worker } from './jobs/worker.ts';
 import { createJobs } from './jobs/jobs.ts';
 import { registerMaintenance } from './jobs/maintenance.ts';
@@ -106,7 +107,7 @@ export function createApp(config: Config, options: AppOptions = {}): App {
         config,
         secret,
         now,
-        blobs: meteredBlobStore(await createBlobStore(config, logger), metrics),
+        blobs: meteredBlobStore(new InlineAwareBlobStore(database.db, await createBlobStore(config, logger)), metrics),
         jobs: createJobs(database.dialect, now, worker),
         publicUrl: () => config.publicUrl ?? boundHttp ?? `http://${config.httpHost}:${config.httpPort}`,
         siteUrl: (label) => siteOrigin(config, label, sites?.port ?? null),

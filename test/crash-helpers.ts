@@ -170,7 +170,7 @@ export async function uploadSessionOnce(base: string, key: string, mailboxId: st
 
 /**
  * The stored state of one mailbox is whole: every email row has exactly its files (message.eml,
- * message.json, its attachments) with their blobs on disk, no `_email/` file lacks a row, the
+ * message.json, its attachments) with their blobs on disk or kept in their rows, whole, no `_email/` file lacks a row, the
  * counters, monthly usage and events count each email exactly once, and labeling is queued.
  */
 export async function assertWholeMailbox(db: Kysely<DB>, mailboxId: string, blobDir: string | null): Promise<EmailsTable[]> {
@@ -178,7 +178,8 @@ export async function assertWholeMailbox(db: Kysely<DB>, mailboxId: string, blob
   const files = await db
     .selectFrom('files')
     .innerJoin('file_versions', 'file_versions.id', 'files.current_version_id')
-    .select(['files.id', 'files.path', 'file_versions.sha256', 'file_versions.byte_size'])
+    .leftJoin('blobs', 'blobs.sha256', 'file_versions.sha256')
+    .select(['files.id', 'files.path', 'file_versions.sha256', 'file_versions.byte_size', 'blobs.inline_bytes'])
     .where('files.mailbox_id', '=', mailboxId)
     .where('files.deleted_at', 'is', null)
     .execute();
@@ -189,7 +190,8 @@ export async function assertWholeMailbox(db: Kysely<DB>, mailboxId: string, blob
     const row = dir ? byDir.get(dir) : undefined;
     expect(row, `file without an email row: ${f.path}`).toBeDefined();
     perEmail.set(row!.id, [...(perEmail.get(row!.id) ?? []), f.path.slice(dir!.length + 1)]);
-    if (blobDir) expect(fs.statSync(path.join(blobDir, f.sha256!.slice(0, 2), f.sha256!)).size, `blob of ${f.path}`).toBe(Number(f.byte_size));
+    if (f.inline_bytes) expect(createHash('sha256').update(f.inline_bytes).digest('hex'), `bytes kept for ${f.path}`).toBe(f.sha256);
+    else if (blobDir) expect(fs.statSync(path.join(blobDir, f.sha256!.slice(0, 2), f.sha256!)).size, `blob of ${f.path}`).toBe(Number(f.byte_size));
   }
   for (const r of rows) {
     const names = (perEmail.get(r.id) ?? []).sort();

@@ -7,6 +7,7 @@ import { DATABASES, startTestApp, type TestApp } from './harness.ts';
 import { LogCollector } from './log-collector.ts';
 import { mailboxWithAddress, smtpSession } from './smtp-helpers.ts';
 import { partFiles, plantBlob, until } from './ops-helpers.ts';
+import { fsStoreRoot } from './blob-helpers.ts';
 
 // The crash-leftover sweep (maintenance.orphans) takes temp files and row-less blobs older than
 // CUBBY_ORPHAN_SWEEP_AGE_S. Their age is the file system's: measured against the app's clock,
@@ -23,7 +24,8 @@ for (const kind of DATABASES) {
     const logs = new LogCollector();
 
     beforeAll(async () => {
-      app = await startTestApp(kind, { CUBBY_LOG_LEVEL: 'info' }, { now: () => new Date(Date.now() + clock.offsetMs), logDestination: logs });
+      // Every blob in the store (none kept in its database row): these tests are about the store's leftovers and faults.
+      app = await startTestApp(kind, { CUBBY_LOG_LEVEL: 'info', CUBBY_BLOB_INLINE_MAX_BYTES: '0' }, { now: () => new Date(Date.now() + clock.offsetMs), logDestination: logs });
     });
     afterAll(async () => {
       await app?.stop();
@@ -31,7 +33,7 @@ for (const kind of DATABASES) {
 
     it('takes neither a message still streaming nor a blob whose row is not committed yet, and still takes old leftovers', async () => {
       const deps = app.started.deps;
-      const blobDir = (deps.blobs as unknown as { root: string }).root;
+      const blobDir = fsStoreRoot(deps.blobs);
       const user = await app.user();
       const box = await mailboxWithAddress(app, user);
 
@@ -69,7 +71,7 @@ for (const kind of DATABASES) {
 
     it('a message that cannot be stored is answered 451, and its transaction log line names the cause', async () => {
       const deps = app.started.deps;
-      const blobDir = (deps.blobs as unknown as { root: string }).root;
+      const blobDir = fsStoreRoot(deps.blobs);
       const user = await app.user();
       const box = await mailboxWithAddress(app, user);
       // The store's temp directory replaced by a file: every write fails.

@@ -21,7 +21,7 @@ const zone = () =>
     '_dmarc.example.com': { TXT: txt('v=DMARC1; p=reject') },
   });
 const input = (over: Partial<AnalyzeInput> = {}): AnalyzeInput => ({
-  deliveredTo: ['box-ab12@cubby.test', 'other-cd34@cubby.test'], receivedAt: new Date('2026-03-15T10:00:00Z'), clientIp: '127.0.0.1', helo: 'mail.esp.test', mailFrom: 'bounce@esp.test', mta: 'mx.cubby.test', ...over,
+  deliveredTo: ['box-ab12@cubby.test', 'other-cd34@cubby.test'], receivedAt: new Date('2026-03-15T10:00:00Z'), clientIp: '127.0.0.1', helo: 'mail.esp.test', mailFrom: 'bounce@esp.test', mta: 'mx.cubby.test', inlineMaxBytes: 65536, ...over,
 });
 const log = { warn: () => undefined };
 

@@ -2,11 +2,11 @@ import { expect, it } from 'vitest';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FsBlobStore } from '../src/blobs/fs-store.ts';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { mailboxWithAddress, smtpSession } from './smtp-helpers.ts';
 import { until } from './ops-helpers.ts';
 import { dataBudgetOf } from '../src/inbound/data-budget.ts';
+import { fsStoreRoot } from './blob-helpers.ts';
 
 // Bounds that only show with several sessions at once: the DATA bytes held in memory by all of
 // them, and the monthly allowance when several messages pass RCPT before any is stored.
@@ -163,7 +163,7 @@ describeEachDatabase(
   'SMTP messages past 1 MiB (written while DATA goes on)',
   (app) => {
     it('stores a large message whole, and leaves no temp file when DATA is refused while its bytes are being written', async () => {
-      const tmp = path.join((app().started.deps.blobs as FsBlobStore).root, 'tmp');
+      const tmp = path.join(fsStoreRoot(app().started.deps.blobs), 'tmp');
       const parts = () => (fs.existsSync(tmp) ? fs.readdirSync(tmp).filter((f) => f.endsWith('.part')) : []);
       const { box, a, b } = await twoSessionsAtData(app());
       try {

@@ -8,8 +8,9 @@ import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { describeEachDatabase, startTestApp, type TestApp, type TestUser } from './harness.ts';
 import { labelNow, mailboxWithAddress, sendMail, smtpDialogue } from './smtp-helpers.ts';
+import { emailsPath, fetchLink } from './emails-helpers.ts';
 import { clientKey } from '../src/inbound/smtp-server.ts';
-import type { FsBlobStore } from '../src/blobs/fs-store.ts';
+import { fsStoreRoot } from './blob-helpers.ts';
 
 const run = promisify(execFile);
 const hasSwaks = await run('swaks', ['--version']).then(() => true, () => false);
@@ -185,7 +186,7 @@ describeEachDatabase('inbound SMTP', (app) => {
     const user = await app().user();
     const a = await mailboxWithAddress(app(), user);
     const { blobs } = app().started.deps;
-    const root = (blobs as FsBlobStore).root;
+    const root = fsStoreRoot(blobs);
     const blobFiles = () => (fs.existsSync(root) ? fs.readdirSync(root, { recursive: true }).filter((f) => /[0-9a-f]{64}$/.test(String(f))).length : 0);
     expect(blobs.kind).toBe('fs');
     const before = blobFiles();
@@ -270,16 +271,21 @@ describe('inbound SMTP with a certificate', () => {
 });
 
 describe('inbound SMTP when storage fails', () => {
-  it('answers 451 4.3.0 so that the sender retries, and stores nothing', async () => {
-    // An S3 store whose endpoint refuses connections: every blob write fails.
+  // An S3 store whose endpoint refuses connections: every blob write fails.
+  async function appWithDeadStore(inlineMaxBytes: string) {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
     const port = (closed.address() as net.AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
-    const app = await startTestApp('sqlite', {
+    return startTestApp('sqlite', {
       CUBBY_BLOB_STORE: 's3', CUBBY_S3_BUCKET: 'nowhere', CUBBY_S3_REGION: 'us-east-1', CUBBY_S3_ENDPOINT: `http://127.0.0.1:${port}`,
-      CUBBY_S3_ACCESS_KEY_ID: 'x', CUBBY_S3_SECRET_ACCESS_KEY: 'y', CUBBY_S3_FORCE_PATH_STYLE: 'true',
+      CUBBY_S3_ACCESS_KEY_ID: 'x', CUBBY_S3_SECRET_ACCESS_KEY: 'y', CUBBY_S3_FORCE_PATH_STYLE: 'true', CUBBY_BLOB_INLINE_MAX_BYTES: inlineMaxBytes,
     });
+  }
+
+  it('answers 451 4.3.0 so that the sender retries, and stores nothing', async () => {
+    // Past the inline limit, the message's blobs must go to the store.
+    const app = await appWithDeadStore('16');
     try {
       const user = await app.user();
       const box = await mailboxWithAddress(app, user);
@@ -288,6 +294,30 @@ describe('inbound SMTP when storage fails', () => {
       expect(r[5]).toMatch(/^451 4\.3\.0 /);
       const rows = await app.started.deps.db.selectFrom('emails').select('id').where('mailbox_id', '=', box.id).execute();
       expect(rows).toEqual([]);
+      expect(await app.started.deps.db.selectFrom('blobs').select('sha256').execute()).toEqual([]);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('still stores small mail, whose blobs are kept in the database, and serves its files from there', async () => {
+    const app = await appWithDeadStore('65536');
+    try {
+      const user = await app.user();
+      const box = await mailboxWithAddress(app, user);
+      const message = 'Subject: kept in the database\r\n\r\nbody\r\n';
+      const r = await smtpDialogue(app, ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${box.address}>`, 'DATA', `${message}.`, 'QUIT']);
+      expect(r[5]).toMatch(/^250 2\.0\.0 Ok: stored eml_/);
+      const id = /stored (eml_\w+)/.exec(r[5]!)![1]!;
+      await labelNow(app);
+      const link = await app.request('GET', emailsPath(box, id, 'raw'), { key: user.key });
+      expect(link.status, link.text).toBe(200);
+      const raw = await fetchLink(link.body.data.download.url);
+      expect(raw.status).toBe(200);
+      expect(raw.bytes.toString()).toBe(message);
+      const rows = await app.started.deps.db.selectFrom('blobs').select(['sha256', 'inline_bytes']).execute();
+      expect(rows.length).toBe(2); // message.eml and message.json
+      for (const row of rows) expect(row.inline_bytes).toBeInstanceOf(Buffer);
     } finally {
       await app.stop();
     }

@@ -20,6 +20,11 @@ const COPIES = 8;
 /** Blob addresses read from the snapshot per query. */
 const PAGE = 5000;
 
+/** The condition for blobs whose bytes are in the store, not their row (a database from before migration 0029 has no such column). */
+function inStore(migrations: string[]): string {
+  return migrations.includes('0029_inline_blobs') ? 'AND inline_bytes IS NULL' : '';
+}
+
 /**
  * What a backup reads from the database snapshot it took. The snapshot is taken first and the blobs
  * copied after it: blobs are written before any row names them and never change, so every blob the
@@ -28,7 +33,10 @@ const PAGE = 5000;
  */
 interface Snapshot {
   migrations: string[];
-  /** Every `blobs` row's address, a page at a time. */
+  /**
+   * The address of every blob in the store that a `blobs` row names, a page at a time. Blobs kept
+   * in their row (src/blobs/inline-blobs.ts) are in the snapshot already.
+   */
   blobPages(): AsyncIterable<string[]>;
   /** Whether a file version or a published site in the snapshot uses this blob. */
   isReferenced(sha256: string): Promise<boolean>;
@@ -124,10 +132,11 @@ async function sqliteSnapshot(file: string, target: string): Promise<Snapshot> {
   const copy = new BetterSqlite3(target, { fileMustExist: true });
   // One self-contained file (no -wal/-shm beside it); the restored server switches WAL back on.
   copy.pragma('journal_mode = DELETE');
-  const page = copy.prepare<[string], { sha256: string }>('SELECT sha256 FROM blobs WHERE sha256 > ? ORDER BY sha256 LIMIT ' + PAGE);
+  const migrations = (copy.prepare(`SELECT name FROM ${MIGRATION_TABLE} ORDER BY name`).all() as { name: string }[]).map((r) => r.name);
+  const page = copy.prepare<[string], { sha256: string }>(`SELECT sha256 FROM blobs WHERE sha256 > ? ${inStore(migrations)} ORDER BY sha256 LIMIT ${PAGE}`);
   const used = copy.prepare('SELECT 1 FROM file_versions WHERE sha256 = ? UNION ALL SELECT 1 FROM site_bundle_blobs WHERE sha256 = ? UNION ALL SELECT 1 FROM accounts WHERE logo_sha256 = ? LIMIT 1');
   return {
-    migrations: (copy.prepare(`SELECT name FROM ${MIGRATION_TABLE} ORDER BY name`).all() as { name: string }[]).map((r) => r.name),
+    migrations,
     async *blobPages() {
       let after = '';
       for (;;) {
@@ -166,7 +175,7 @@ async function postgresSnapshot(url: string, schema: string, target: string): Pr
       async *blobPages() {
         let after = '';
         for (;;) {
-          const page = (await client.query<{ sha256: string }>(`SELECT sha256 FROM blobs WHERE sha256 > $1 ORDER BY sha256 LIMIT ${PAGE}`, [after])).rows.map((r) => r.sha256);
+          const page = (await client.query<{ sha256: string }>(`SELECT sha256 FROM blobs WHERE sha256 > $1 ${inStore(migrations)} ORDER BY sha256 LIMIT ${PAGE}`, [after])).rows.map((r) => r.sha256);
           if (page.length === 0) return;
           yield page;
           after = page[page.length - 1]!;

@@ -9,12 +9,27 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** Received messages up to this size are held in memory whole anyway (src/inbound/receive.ts). */
+const MAX_INLINE_BYTES = 1024 * 1024;
+const DEFAULT_INLINE_BYTES = 64 * 1024;
+
 export const blobEnvShape = {
   CUBBY_BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
   /** fs store directory; default `<CUBBY_DATA_DIR>/blobs`. */
   CUBBY_BLOB_DIR: z.string().min(1).optional(),
   /** fs store: threads that write small blobs (src/blobs/blob-writer.ts); 0 writes them from the event loop. */
   CUBBY_BLOB_WRITER_THREADS: z.string().regex(/^(1[0-6]|\d)$/, 'must be a whole number of threads (0-16)').transform(Number).default(2),
+  /**
+   * Blobs of at most this many bytes that received mail stores (message.eml, message.json, small
+   * attachments) are kept in the database with their row instead of the store (src/blobs/inline-blobs.ts);
+   * 0 keeps every blob in the store.
+   */
+  CUBBY_BLOB_INLINE_MAX_BYTES: z
+    .string()
+    .regex(/^\d{1,7}$/, 'must be a whole number of bytes (0-1048576)')
+    .transform(Number)
+    .refine((n) => n <= MAX_INLINE_BYTES, 'must be at most 1048576 (1 MiB)')
+    .default(DEFAULT_INLINE_BYTES),
   CUBBY_S3_BUCKET: z
     .string()
     .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 of a-z 0-9 . -)')
@@ -29,9 +44,10 @@ export const blobEnvShape = {
 export type BlobEnv = z.infer<z.ZodObject<typeof blobEnvShape>>;
 
 export type BlobConfig =
-  | { readonly kind: 'fs'; readonly dir: string; readonly writerThreads: number }
+  | { readonly kind: 'fs'; readonly dir: string; readonly writerThreads: number; readonly inlineMaxBytes: number }
   | {
       readonly kind: 's3';
+      readonly inlineMaxBytes: number;
       readonly bucket: string;
       readonly region: string;
       readonly endpoint: string | undefined;
@@ -66,11 +82,17 @@ export function withBlobEnvChecks<T extends z.ZodType<Raw>>(schema: T) {
 /** Builds the frozen blob config from parsed variables; `dataDir` is already absolute. */
 export function blobConfigFromEnv(e: BlobEnv, dataDir: string): BlobConfig {
   if (e.CUBBY_BLOB_STORE === 'fs') {
-    return Object.freeze({ kind: 'fs', dir: path.resolve(e.CUBBY_BLOB_DIR ?? path.join(dataDir, 'blobs')), writerThreads: e.CUBBY_BLOB_WRITER_THREADS });
+    return Object.freeze({
+      kind: 'fs',
+      dir: path.resolve(e.CUBBY_BLOB_DIR ?? path.join(dataDir, 'blobs')),
+      writerThreads: e.CUBBY_BLOB_WRITER_THREADS,
+      inlineMaxBytes: e.CUBBY_BLOB_INLINE_MAX_BYTES,
+    });
   }
   if (!e.CUBBY_S3_BUCKET) throw new Error('CUBBY_S3_BUCKET: is required when CUBBY_BLOB_STORE=s3');
   return Object.freeze({
     kind: 's3',
+    inlineMaxBytes: e.CUBBY_BLOB_INLINE_MAX_BYTES,
     bucket: e.CUBBY_S3_BUCKET,
     region: e.CUBBY_S3_REGION,
     endpoint: e.CUBBY_S3_ENDPOINT?.replace(/\/+$/, ''),

@@ -190,6 +190,8 @@ export interface BlobsTable {
   byte_size: number;
   md5: string;
   created_at: string;
+  /** The bytes themselves, for a small blob stored with its row (src/blobs/inline-blobs.ts); null: in the blob store. */
+  inline_bytes?: Buffer | null;
 }
 
 export interface MailboxVersionsTable {

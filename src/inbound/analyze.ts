@@ -2,6 +2,8 @@ import { authenticateMessage, type AuthSummary, type DnsResolver } from './authe
 import { parseMessage } from './parse.ts';
 import type { ParsedFields } from './parse-types.ts';
 import { spamSignals } from './spam-signals.ts';
+import { digestBlob } from '../blobs/digest.ts';
+import type { StoredBlob } from '../blobs/blob-store.ts';
 
 /** What one received message needs besides its bytes. */
 export interface AnalyzeInput {
@@ -13,6 +15,8 @@ export interface AnalyzeInput {
   mailFrom: string | null;
   /** Our hostname, for Authentication-Results. */
   mta: string;
+  /** Blobs of at most this size are kept in the database: their checksums are computed here. */
+  inlineMaxBytes: number;
 }
 
 export interface Analysis {
@@ -22,6 +26,12 @@ export interface Analysis {
   spamFlags: string[];
   /** message.json per recipient, in `deliveredTo` order, as stored. */
   jsonBytes: Buffer[];
+  /**
+   * Address and checksums of the message and of each message.json, for those small enough to be
+   * kept in the database (src/blobs/inline-blobs.ts); null for the others, which the store hashes
+   * as it writes them.
+   */
+  digests: { raw: StoredBlob | null; json: (StoredBlob | null)[] };
 }
 
 /** The parsed fields the event loop uses (the analysis crosses to it from a thread: less to copy). */
@@ -40,5 +50,7 @@ export async function analyzeMessage(bytes: Buffer, input: AnalyzeInput, resolve
   const base = parsed.messageJson();
   const messages = input.deliveredTo.map((address) => ({ ...base, delivered_to: address }));
   const { messageJson: _fn, body_html_sanitized: _html, ...fields } = parsed;
-  return { parsed: fields, auth, spamFlags, jsonBytes: messages.map((m) => Buffer.from(JSON.stringify(m, null, 2))) };
+  const jsonBytes = messages.map((m) => Buffer.from(JSON.stringify(m, null, 2)));
+  const digest = (b: Buffer) => (b.byteLength <= input.inlineMaxBytes ? digestBlob(b) : null);
+  return { parsed: fields, auth, spamFlags, jsonBytes, digests: { raw: digest(bytes), json: jsonBytes.map(digest) } };
 }

@@ -12,6 +12,7 @@ import { newId } from '../ids.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { dataBudgetOf, DataBudgetExceeded, type DataBudget, type DataReservation } from './data-budget.ts';
 import { searchIndex } from '../search/search-index.ts';
+import { BlobsForCommit } from '../blobs/inline-blobs.ts';
 
 /** Past this size a message is written to the store while DATA goes on (the spool's one-write limit). */
 const STREAM_FROM_BYTES = 1024 * 1024;
@@ -147,27 +148,31 @@ export class InboundPipeline {
     let expected: (() => void) | undefined;
     const bytes = Buffer.concat(chunks);
     chunks.length = 0; // one copy of the message, not two
-    // The raw blob's fsyncs run (on a writer thread or libuv's pool) while the message is parsed and
-    // authenticated; it is awaited before the commit.
-    const putting = streamed?.put ?? deps.blobs.putBuffer(bytes);
-    putting.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    // Small blobs are kept in the database by the commit (src/blobs/inline-blobs.ts); the analysis
+    // computes their checksums. A larger raw blob's fsyncs run (on a writer thread or libuv's pool)
+    // while the message is parsed and authenticated; it is awaited before the commit.
+    const blobs = new BlobsForCommit(deps.blobs, streamed ? -1 : deps.config.blobs.inlineMaxBytes);
+    const putting = streamed?.put ?? (blobs.keeps(bytes.byteLength) ? null : deps.blobs.putBuffer(bytes));
+    putting?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     try {
-      const { parsed, auth, spamFlags, jsonBytes } = await this.analysis.analyze(bytes, {
+      const { parsed, auth, spamFlags, jsonBytes, digests } = await this.analysis.analyze(bytes, {
         deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta,
+        inlineMaxBytes: streamed ? -1 : deps.config.blobs.inlineMaxBytes,
       });
       report.auth = auth;
       // Parsed and authenticated: only its blobs' fsyncs are left before the commit, which may wait
       // a little for it (src/db/group-commit.ts).
       expected = this.commits.expect();
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
-      const unique = new Map(parsed.attachments.map((a) => [a.sha256, a.content]));
-      // Every blob of the message is written (and fsynced) in parallel.
-      const blobsStored = Promise.all([Promise.all(jsonBytes.map((b) => deps.blobs.putBuffer(b))), Promise.all([...unique.values()].map((c) => deps.blobs.putBuffer(c)))]);
+      // md5 is informational for attachments (the store leaves it empty in their rows).
+      const unique = new Map(parsed.attachments.map((a) => [a.sha256, blobs.put(a.content, { sha256: a.sha256, md5Base64: '', byteSize: a.content.byteLength })]));
+      // Every blob of the message written to the store is written (and fsynced) in parallel.
+      const blobsStored = Promise.all([Promise.all(jsonBytes.map((b, i) => blobs.put(b, digests.json[i]))), Promise.all(unique.values())]);
       // While they are: the body made ready for the search index, work the group commit would
       // otherwise do while it holds the mailbox (src/search/search-index.ts, PreparedText).
       const searchBody = searchIndex(deps).prepareBody(deps.db, parsed.body_text ?? '');
       const [jsons] = await blobsStored;
-      const raw = await putting;
+      const raw = await (putting ?? blobs.put(bytes, digests.raw));
       const deliveries: InboundDelivery[] = [];
       for (const [i, r] of accepted.entries()) {
         deliveries.push({
@@ -179,6 +184,7 @@ export class InboundPipeline {
           parsed,
           messageJson: jsons[i]!,
           storedAttachments,
+          inlineBlobs: blobs.inline,
           envelope: { mailFrom: msg.mailFrom, clientIp: msg.clientIp, helo: msg.helo },
           auth,
           spamFlags,

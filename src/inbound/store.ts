@@ -1,6 +1,6 @@
 import type { CompiledQuery, Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
-import type { DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
+import type { BlobsTable, DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 import type { AuthSummary } from './authenticate.ts';
 import type { AttachmentSummary } from './parse-types.ts';
@@ -30,7 +30,7 @@ import { searchIndex, type PreparedText } from '../search/search-index.ts';
 import { emailDocsFor } from '../search/documents.ts';
 import { queueExtraction } from '../search/queue-extraction.ts';
 
-/** One received message for one mailbox, with its blobs already durable in the store. */
+/** One received message for one mailbox, with its blobs already durable in the store, or in hand to be kept in their rows. */
 export interface InboundDelivery {
   emailId: string;
   mailboxId: string;
@@ -43,6 +43,8 @@ export interface InboundDelivery {
   messageJson: StoredBlob;
   /** Attachments whose bytes were stored; the others count as omitted. */
   storedAttachments: AttachmentSummary[];
+  /** Bytes of the message's small blobs, by address: the commit keeps them in their `blobs` rows (src/blobs/inline-blobs.ts). */
+  inlineBlobs: ReadonlyMap<string, Buffer>;
   envelope: { mailFrom: string | null; clientIp: string | null; helo: string | null };
   auth: AuthSummary | null;
   spamFlags: string[];
@@ -153,6 +155,9 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     await queueWebhookDeliveries(deps, trx, batch.events, webhooks);
     await deps.jobs.enqueue(trx, LABEL_EMAIL_TASK, LABEL_PENDING_JOB.payload, { uniqueKey: LABEL_PENDING_JOB.uniqueKey });
   });
+  // The metered store counts what it writes; the bytes this commit kept in their rows count here.
+  const inline = new Map(deliveries.flatMap((d) => [...d.inlineBlobs]));
+  if (inline.size) deps.metrics.blobInlineBytesWritten.inc([...inline.values()].reduce((n, b) => n + b.byteLength, 0));
   // Committed: the labeling job may take what it reads of each message.json from memory instead
   // of the store.
   const recent = recentMessagesOf(deps);
@@ -203,11 +208,14 @@ const INSERTS = {
 };
 
 function blobInserts(trx: Kysely<DB>, deliveries: InboundDelivery[], at: string): CompiledQuery[] {
-  const rows = new Map<string, { sha256: string; byte_size: number; md5: string; created_at: string }>();
+  const rows = new Map<string, BlobsTable>();
   for (const d of deliveries) {
-    for (const b of [d.raw, d.messageJson]) rows.set(b.sha256, { sha256: b.sha256, byte_size: b.byteSize, md5: b.md5Base64, created_at: at });
+    const inline = (sha256: string) => d.inlineBlobs.get(sha256) ?? null;
+    for (const b of [d.raw, d.messageJson]) rows.set(b.sha256, { sha256: b.sha256, byte_size: b.byteSize, md5: b.md5Base64, created_at: at, inline_bytes: inline(b.sha256) });
     // md5 is informational for blobs of our own making.
-    for (const a of d.storedAttachments) if (!rows.has(a.sha256)) rows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at });
+    for (const a of d.storedAttachments) {
+      if (!rows.has(a.sha256)) rows.set(a.sha256, { sha256: a.sha256, byte_size: a.size_bytes, md5: '', created_at: at, inline_bytes: inline(a.sha256) });
+    }
   }
   const all = [...rows.values()].sort((a, b) => (a.sha256 < b.sha256 ? -1 : a.sha256 > b.sha256 ? 1 : 0));
   return insertBlobRows.compileChunks(trx, all);

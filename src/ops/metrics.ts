@@ -44,6 +44,11 @@ export class Metrics {
 
   readonly webhookAttempts = new Counter({ name: 'cubby_webhook_attempts_total', help: 'Webhook delivery attempts by outcome (succeeded, retry, failed)', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly blobBytesWritten = new Counter({ name: 'cubby_blob_bytes_written_total', help: 'Bytes written to the blob store (files, mail, attachments)', registers: [this.registry] });
+  readonly blobInlineBytesWritten = new Counter({
+    name: 'cubby_blob_inline_bytes_written_total',
+    help: 'Bytes of small blobs kept in their database rows instead of the blob store (received mail)',
+    registers: [this.registry],
+  });
 
   constructor() {
     const sources = this.sources;

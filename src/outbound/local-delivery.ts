@@ -6,6 +6,7 @@ import { newId } from '../ids.ts';
 import { parseMessage } from '../inbound/parse.ts';
 import { resolveRecipient, type Recipient } from '../inbound/recipients.ts';
 import { storeDeliveries } from '../inbound/store.ts';
+import { BlobsForCommit } from '../blobs/inline-blobs.ts';
 import { outcomeOfLocalError, type Outcome } from './outcome.ts';
 
 export interface LocalMessage {
@@ -48,9 +49,11 @@ export async function deliverLocal(deps: AppDeps, m: LocalMessage): Promise<Outc
 
     const receivedAt = deps.now();
     const parsed = await parseMessage(m.raw, { deliveredTo: r.address, receivedAt });
+    // Small blobs are kept in their rows by the commit, as for mail received by SMTP (src/blobs/inline-blobs.ts).
+    const blobs = new BlobsForCommit(deps.blobs, deps.config.blobs.inlineMaxBytes);
     const storedAttachments: AttachmentSummary[] = [];
     for (const a of parsed.attachments) {
-      await deps.blobs.putBuffer(a.content);
+      await blobs.put(a.content);
       const { content: _content, ...summary } = a;
       storedAttachments.push(summary);
     }
@@ -61,10 +64,11 @@ export async function deliverLocal(deps: AppDeps, m: LocalMessage): Promise<Outc
         mailboxId: r.mailboxId,
         deliveredTo: r.address,
         receivedAt,
-        raw: await deps.blobs.putBuffer(m.raw),
+        raw: await blobs.put(m.raw),
         parsed,
-        messageJson: await deps.blobs.putBuffer(Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2))),
+        messageJson: await blobs.put(Buffer.from(JSON.stringify({ ...parsed.messageJson(), delivered_to: r.address }, null, 2))),
         storedAttachments,
+        inlineBlobs: blobs.inline,
         // No client address: the message never crossed the network. The duplicate check above keys on it.
         envelope: { mailFrom: m.envelopeFrom, clientIp: null, helo: null },
         auth: internalAuth(deps.config.smtpHostname, m.envelopeFrom),
