@@ -7,6 +7,7 @@ import { describeEachDatabase, type TestApp } from './harness.ts';
 import { labelNow } from './smtp-helpers.ts';
 import { emailsPath, fetchLink, inbox, receive } from './emails-helpers.ts';
 import { fsStoreRoot } from './blob-helpers.ts';
+import { describeBytes, newMailbox, uploadFile } from './files-helpers.ts';
 import { collectGarbageBlobs, purgeDeletedMailboxes } from '../src/files/purge.service.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
@@ -31,9 +32,9 @@ async function emailFiles(app: TestApp, emailId: string) {
     .selectFrom('file_versions')
     .select(['path', 'sha256', 'byte_size'])
     .where('mailbox_id', '=', email.mailbox_id)
-    .where('path', 'like', `${email.directory}/%`)
+    .where('path', 'like', `${email.directory!}/%`)
     .execute();
-  return new Map(versions.map((v) => [v.path.slice(email.directory.length + 1), { sha256: v.sha256!, size: Number(v.byte_size) }]));
+  return new Map(versions.map((v) => [v.path.slice(email.directory!.length + 1), { sha256: v.sha256!, size: Number(v.byte_size) }]));
 }
 
 describeEachDatabase(
@@ -109,6 +110,45 @@ describeEachDatabase(
       expect(await blobRow(app(), sha256(only))).toBeUndefined();
       expect(await app().started.deps.blobs.exists(sha256(only))).toBe(false);
       expect((await blobRow(app(), sha256(shared)))?.inline_bytes?.equals(shared)).toBe(true);
+    });
+
+    it('keeps a small upload in its row, checks its bytes as the store does, and writes a larger one to the store', async () => {
+      const u = await app().user();
+      const m = await newMailbox(app(), u.key);
+      const small = randomBytes(1000);
+      const saved = await uploadFile(app(), u.key, m.id, 'docs/small.bin', small);
+      expect(saved.status, saved.text).toBe(201);
+      expect((await blobRow(app(), sha256(small)))?.inline_bytes?.equals(small)).toBe(true);
+      expect(inStore(app(), sha256(small))).toBe(false);
+      const link = await app().request('GET', `/v1/mailboxes/${m.id}/files/${saved.body.data.file.id}/download`, { key: u.key });
+      expect((await fetchLink(link.body.data.download.url)).bytes.equals(small)).toBe(true);
+
+      const large = randomBytes(LIMIT + 1);
+      expect((await uploadFile(app(), u.key, m.id, 'docs/large.bin', large)).status).toBe(201);
+      expect((await blobRow(app(), sha256(large)))?.inline_bytes ?? null).toBeNull();
+      expect(inStore(app(), sha256(large))).toBe(true);
+
+      // Longer than declared, sent chunked (no Content-Length to refuse first): reading stops, nothing is kept.
+      const declared = randomBytes(500);
+      const step1 = await app().request('POST', '/v1/direct_uploads', { key: u.key, body: { mailbox_id: m.id, path: 'docs/long.bin', blob: describeBytes(declared, 'long.bin') } });
+      const { url, headers } = step1.body.data.direct_upload as { url: string; headers: Record<string, string> };
+      const unsized = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-length'));
+      const chunked = new ReadableStream({
+        start(c) {
+          c.enqueue(new Uint8Array(declared));
+          c.enqueue(new Uint8Array(randomBytes(100)));
+          c.close();
+        },
+      });
+      const long = await fetch(url, { method: 'PUT', headers: unsized, body: chunked, duplex: 'half' } as RequestInit);
+      expect(long.status).toBe(422);
+      expect(await long.json()).toMatchObject({ error: { code: 'UPLOAD_CHECKSUM_MISMATCH', details: { which: 'byte_size' } } });
+      const short = await fetch(url, { method: 'PUT', headers: unsized, body: new ReadableStream({ start: (c) => (c.enqueue(new Uint8Array(declared.subarray(0, 400))), c.close()) }), duplex: 'half' } as RequestInit);
+      expect(short.status).toBe(422);
+      expect(await blobRow(app(), sha256(declared))).toBeUndefined();
+      // The right bytes afterwards are taken.
+      expect((await fetch(url, { method: 'PUT', headers, body: new Uint8Array(declared) })).status).toBe(200);
+      expect((await blobRow(app(), sha256(declared)))?.inline_bytes?.equals(declared)).toBe(true);
     });
   },
   { CUBBY_BLOB_INLINE_MAX_BYTES: String(LIMIT) },

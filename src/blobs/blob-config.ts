@@ -21,8 +21,8 @@ export const blobEnvShape = {
   CUBBY_BLOB_WRITER_THREADS: z.string().regex(/^(1[0-6]|\d)$/, 'must be a whole number of threads (0-16)').transform(Number).default(2),
   /**
    * Blobs of at most this many bytes that received mail stores (message.eml, message.json, small
-   * attachments) are kept in the database with their row instead of the store (src/blobs/inline-blobs.ts);
-   * 0 keeps every blob in the store.
+   * attachments), and uploads of that size, are kept in the database with their row instead of the
+   * store (src/blobs/inline-blobs.ts); 0 keeps every blob in the store.
    */
   CUBBY_BLOB_INLINE_MAX_BYTES: z
     .string()

@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { compiledQuery } from '../db/compiled-query.ts';
-import { clampRange, type BlobStore, type ByteRange, type StoredBlob } from './blob-store.ts';
+import { BlobMismatchError, clampRange, type BlobStore, type ByteRange, type PutExpectation, type StoredBlob } from './blob-store.ts';
+import { checkExpectation } from './spool.ts';
 import { digestBlob } from './digest.ts';
 
 // Small blobs kept in the database, in the `blobs` row that records them (migration 0029).
@@ -11,8 +12,9 @@ import { digestBlob } from './digest.ts';
 // message.json). Written to the store, each costs a write with O_DSYNC, a rename and a directory
 // fsync, and the commit that records the message waits for them. Kept in its row, a blob is written
 // by that commit, within the one WAL sync the commit makes anyway, and is durable exactly when the
-// message is. Writers opt in (received mail does, up to CUBBY_BLOB_INLINE_MAX_BYTES): put() and
-// putBuffer() still write to the store, because their callers record the row later, without the bytes.
+// message is. Writers opt in (received mail and uploads to Cubby's own endpoint do, up to
+// CUBBY_BLOB_INLINE_MAX_BYTES): put() and putBuffer() still write to the store, because their
+// callers record the row later, without the bytes.
 //
 // Readers do not know the difference: the app's BlobStore (InlineAwareBlobStore) looks for a
 // blob's bytes in its row first, then in the store. Removing a blob's row removes its bytes; the
@@ -103,4 +105,26 @@ export class BlobsForCommit {
     this.inline.set(blob.sha256, bytes);
     return blob;
   }
+}
+
+/**
+ * Reads a small body of a known size into memory and checks it as the store's put() would (the
+ * same errors in the same order: too long while reading, then size, MD5 and SHA-256), for bytes
+ * to be kept in their row. Reading stops as soon as the body is longer than `byteSize`, and the
+ * stream is then left as it is, as put() leaves it.
+ */
+export async function readSmallBlob(body: Readable, expect: PutExpectation & { byteSize: number }): Promise<{ blob: StoredBlob; bytes: Buffer }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body.iterator({ destroyOnReturn: false })) {
+    const buf: Buffer = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    size += buf.length;
+    if (expect.maxBytes !== undefined && size > expect.maxBytes) throw new BlobMismatchError('byte_size', expect.maxBytes, size, true);
+    if (size > expect.byteSize) throw new BlobMismatchError('byte_size', expect.byteSize, size);
+    chunks.push(buf);
+  }
+  const bytes = Buffer.concat(chunks, size);
+  const blob = digestBlob(bytes);
+  checkExpectation(expect, blob);
+  return { blob, bytes };
 }

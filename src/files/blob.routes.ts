@@ -3,7 +3,7 @@ import { parseRange } from '../http/range.ts';
 import type { AppDeps } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { signToken, verifyToken } from '../http/signed.ts';
-import { findDirectUpload, recordUploaded, UPLOAD_URL } from './direct-uploads.service.ts';
+import { findDirectUpload, storeUploadedBytes, UPLOAD_URL } from './direct-uploads.service.ts';
 import { BlobMismatchError } from '../blobs/blob-store.ts';
 import { attachmentDisposition } from '../blobs/content-disposition.ts';
 
@@ -51,8 +51,7 @@ export async function registerBlobRoutes(app: FastifyInstance, deps: AppDeps) {
         throw new AppError('UPLOAD_CHECKSUM_MISMATCH', 'Content-Length differs from the declared byte_size.', { which: 'byte_size', expected: Number(row.byte_size), actual: Number(declared) });
       }
       try {
-        const stored = await deps.blobs.put(req.raw, { byteSize: Number(row.byte_size), md5Base64: row.checksum, sha256Hex: row.sha256, maxBytes: Number(row.byte_size) });
-        await recordUploaded(deps, row, stored.md5Base64);
+        await storeUploadedBytes(deps, row, req.raw);
       } catch (err) {
         if (err instanceof BlobMismatchError) {
           // Drain what the client still sends so it reads our answer instead of a reset.

@@ -13,6 +13,9 @@ import { checkContentLimits } from './files.write.ts';
 import { findFileByPath, versionsById } from './files.repo.ts';
 import { BlobMismatchError, type StoredBlob } from '../blobs/blob-store.ts';
 import { recordUploaded } from './record-uploads.ts';
+import { readSmallBlob } from '../blobs/inline-blobs.ts';
+import type { AppDeps } from '../context.ts';
+import type { Readable } from 'node:stream';
 import { compiledQuery } from '../db/compiled-query.ts';
 
 export { recordUploaded };
@@ -53,6 +56,26 @@ export interface DirectUploadInput {
   existingFilePolicy?: 'replace' | 'skip';
   blob: BlobDeclaration;
   uploadSessionId?: string | null;
+}
+
+/**
+ * Stores the bytes of a direct upload sent to Cubby's own endpoint (the fs store's upload URL, the
+ * dashboard) and records the upload, resolving once durable. Bytes of up to CUBBY_BLOB_INLINE_MAX_BYTES
+ * are kept in their blob row, written by the group commit that records the upload
+ * (src/blobs/inline-blobs.ts); larger ones go to the store first. Rejects with BlobMismatchError when
+ * the bytes are not the declared ones; then nothing is stored.
+ */
+export async function storeUploadedBytes(deps: Pick<AppDeps, 'db' | 'commits' | 'blobs' | 'now' | 'config' | 'metrics'>, row: DirectUploadsTable, body: Readable): Promise<void> {
+  const byteSize = Number(row.byte_size);
+  const expect = { byteSize, md5Base64: row.checksum, sha256Hex: row.sha256, maxBytes: byteSize };
+  if (byteSize <= deps.config.blobs.inlineMaxBytes) {
+    const { blob, bytes } = await readSmallBlob(body, expect);
+    await recordUploaded(deps, row, blob.md5Base64, bytes);
+    deps.metrics.blobInlineBytesWritten.inc(byteSize);
+    return;
+  }
+  const stored = await deps.blobs.put(body, expect);
+  await recordUploaded(deps, row, stored.md5Base64);
 }
 
 /** Creates the upload target for one file, or answers that no upload is needed. */

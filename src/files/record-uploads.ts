@@ -15,6 +15,8 @@ import { compiledListQuery } from '../db/compiled-query.ts';
 interface Uploaded {
   row: DirectUploadsTable;
   md5: string;
+  /** The bytes themselves, for a small upload kept in its blob row (src/blobs/inline-blobs.ts); null: in the store. */
+  inline: Buffer | null;
 }
 
 type Deps = { db: Kysely<DB>; commits: DurableCommits; now: () => Date; config: { uploadSessionIdleSeconds: number } };
@@ -28,18 +30,21 @@ const MARK_UPLOADED = compiledListQuery(
 /** One group commit per database handle (several apps may share a test process). */
 const groups = new WeakMap<Kysely<DB>, GroupCommit<Uploaded>>();
 
-/** Records that a direct upload's bytes are stored (and their blob row); resolves once durable. */
-export async function recordUploaded(ctx: Deps, row: DirectUploadsTable, md5: string): Promise<void> {
+/**
+ * Records that a direct upload's bytes are stored (and their blob row, holding `inline` when the
+ * bytes are kept there instead of the store); resolves once durable.
+ */
+export async function recordUploaded(ctx: Deps, row: DirectUploadsTable, md5: string, inline: Buffer | null = null): Promise<void> {
   let group = groups.get(ctx.db);
   if (!group) groups.set(ctx.db, (group = new GroupCommit((items) => commitGroup(ctx, items, ctx.now()))));
-  await group.submit([{ row, md5 }]);
+  await group.submit([{ row, md5, inline }]);
   row.status = 'uploaded';
 }
 
 /** Resolves once committed, with the promise of its durability. */
 async function commitGroup(ctx: Deps, group: Uploaded[], at: Date): Promise<{ durable: Promise<void> }> {
   const now = iso(at);
-  const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now }]));
+  const blobs = new Map(group.map((w) => [w.row.sha256, { sha256: w.row.sha256, byte_size: w.row.byte_size, md5: w.md5, created_at: now, inline_bytes: w.inline }]));
   const { durable } = await ctx.commits.commit(async (trx) => {
     await insertBlobRows(trx, [...blobs.values()]);
     await MARK_UPLOADED.execute(trx, group.map((w) => w.row.id), now);

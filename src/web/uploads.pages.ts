@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../context.ts';
 import { AppError } from '../errors.ts';
-import { recordUploaded, resolveSignedBlob } from '../files/direct-uploads.service.ts';
+import { resolveSignedBlob, storeUploadedBytes } from '../files/direct-uploads.service.ts';
 import { mimeFromName } from '../files/paths.ts';
 import { createUploadSession, requestUploads } from '../uploads/upload-sessions.service.ts';
 import { finalizeSession } from '../uploads/upload-sessions.finalize.ts';
@@ -101,8 +101,7 @@ function registerUploadRoutes(web: FastifyInstance, deps: AppDeps): void {
       const target = declared.uploads?.[0];
       if (!target) return { path, sha256, state: 'skipped' as const, reason: declared.skipped?.[0]?.details.message ?? 'Identical content is already stored at this path.' };
       const row = await resolveSignedBlob(deps.db, deps.secret, o.loaded.mailbox.id, target.signed_blob_id);
-      const stored = await deps.blobs.put(Readable.from([bytes]), { byteSize: bytes.length, md5Base64: checksum, sha256Hex: sha256, maxBytes: bytes.length });
-      await recordUploaded(deps, row, stored.md5Base64);
+      await storeUploadedBytes(deps, row, Readable.from([bytes]));
       return { path: target.path, sha256, state: 'received' as const };
     });
     if (!r.ok) return refuse(reply, r.error);
