@@ -160,10 +160,10 @@ describe('CUBBY_BLOB_INLINE_MAX_BYTES', () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
-  it('takes 0 to 1 MiB, 64 KiB by default, and refuses anything else', () => {
+  it('takes 0 to 1 MiB, 128 KiB by default, and refuses anything else', () => {
     const base = { CUBBY_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-inline-cfg-')) };
     dirs.push(base.CUBBY_DATA_DIR);
-    expect(loadConfig(base).blobs.inlineMaxBytes).toBe(65536);
+    expect(loadConfig(base).blobs.inlineMaxBytes).toBe(131072);
     expect(loadConfig({ ...base, CUBBY_BLOB_INLINE_MAX_BYTES: '0' }).blobs.inlineMaxBytes).toBe(0);
     expect(loadConfig({ ...base, CUBBY_BLOB_INLINE_MAX_BYTES: '1048576' }).blobs.inlineMaxBytes).toBe(1048576);
     for (const bad of ['1048577', '-1', '64k', '1.5', '99999999']) {
