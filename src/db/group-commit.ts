@@ -9,8 +9,8 @@
  * Gathering window: a commit has a fixed cost (on SQLite about 1 ms of the event loop per
  * transaction: the commit's WAL writes, the group's lookups, one FTS5 segment, building each
  * statement) beside its cost per item. Under a stream of mail most messages arrive alone, so each
- * paid the fixed cost. A caller announces an item it will submit soon (`expect()`: a message that is
- * parsed and authenticated and whose blobs are being fsynced); a group then waits up to `windowMs`
+ * paid the fixed cost. A caller announces an item it will submit soon (`expect()`: a message being
+ * parsed and authenticated, whose larger blobs are being fsynced); a group then waits up to `windowMs`
  * for the expected items to join. Nothing waits when nothing is expected, so a lone message is committed at
  * once.
  */
