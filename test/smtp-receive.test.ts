@@ -190,6 +190,8 @@ describeEachDatabase('inbound SMTP', (app) => {
     const blobFiles = () => (fs.existsSync(root) ? fs.readdirSync(root, { recursive: true }).filter((f) => /[0-9a-f]{64}$/.test(String(f))).length : 0);
     expect(blobs.kind).toBe('fs');
     const before = blobFiles();
+    const blobRows = async () => (await app().started.deps.db.selectFrom('blobs').select('sha256').execute()).length;
+    const rowsBefore = await blobRows();
     const lines = ['EHLO c', 'MAIL FROM:<a@example.com>', `RCPT TO:<${a.address}>`, 'DATA', `Subject: never stored\r\n\r\n${'unique body '.repeat(50)}${Math.random()}\r\n.`, 'QUIT'];
     const r = await smtpDialogue(app(), lines, {
       beforeLine: async (i) => {
@@ -199,6 +201,8 @@ describeEachDatabase('inbound SMTP', (app) => {
     expect(r[4]).toMatch(/^354/);
     expect(r[5]).toMatch(/^5\d\d /);
     expect(blobFiles()).toBe(before);
+    // Nor in the database, where a message this small would have kept its bytes (src/blobs/inline-blobs.ts).
+    expect(await blobRows()).toBe(rowsBefore);
   });
 
   it('labels received mail by the list headers that only its message.json holds (taken from memory or from the file)', async () => {

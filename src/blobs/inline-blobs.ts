@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { compiledQuery } from '../db/compiled-query.ts';
-import { BlobMismatchError, clampRange, type BlobStore, type ByteRange, type PutExpectation, type StoredBlob } from './blob-store.ts';
-import { checkExpectation } from './spool.ts';
+import { clampRange, type BlobStore, type ByteRange, type PutExpectation, type StoredBlob } from './blob-store.ts';
+import { checkedChunks, checkExpectation } from './spool.ts';
 import { digestBlob } from './digest.ts';
 
 // Small blobs kept in the database, in the `blobs` row that records them (migration 0029).
@@ -115,15 +115,8 @@ export class BlobsForCommit {
  */
 export async function readSmallBlob(body: Readable, expect: PutExpectation & { byteSize: number }): Promise<{ blob: StoredBlob; bytes: Buffer }> {
   const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body.iterator({ destroyOnReturn: false })) {
-    const buf: Buffer = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-    size += buf.length;
-    if (expect.maxBytes !== undefined && size > expect.maxBytes) throw new BlobMismatchError('byte_size', expect.maxBytes, size, true);
-    if (size > expect.byteSize) throw new BlobMismatchError('byte_size', expect.byteSize, size);
-    chunks.push(buf);
-  }
-  const bytes = Buffer.concat(chunks, size);
+  for await (const buf of checkedChunks(body, expect)) chunks.push(buf);
+  const bytes = Buffer.concat(chunks);
   const blob = digestBlob(bytes);
   checkExpectation(expect, blob);
   return { blob, bytes };

@@ -4,8 +4,8 @@ import fsp from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { BlobMismatchError, type PutExpectation, type StoredBlob } from './blob-store.ts';
-import type { Digests } from './hash-pool.ts';
 import { LargeFileSink } from './file-sink.ts';
+import { digestBlob } from './digest.ts';
 
 // The write path both stores share: stream the body into a new local file while counting and
 // hashing it, stop early when it is too long, check the expectation, and fdatasync if asked. The file
@@ -35,12 +35,8 @@ export async function spoolToFile(body: Readable, expect: PutExpectation, filePa
     let size = 0;
     let batch: Buffer[] = [];
     let batched = 0;
-    // destroyOnReturn: false — on an early stop the caller decides what happens to the stream.
-    for await (const chunk of body.iterator({ destroyOnReturn: false })) {
-      const buf: Buffer = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    for await (const buf of checkedChunks(body, expect)) {
       size += buf.length;
-      if (expect.maxBytes !== undefined && size > expect.maxBytes) throw new BlobMismatchError('byte_size', expect.maxBytes, size, true);
-      if (expect.byteSize !== undefined && size > expect.byteSize) throw new BlobMismatchError('byte_size', expect.byteSize, size);
       batch.push(buf);
       batched += buf.length;
       if (batched >= WRITE_BATCH) {
@@ -53,7 +49,7 @@ export async function spoolToFile(body: Readable, expect: PutExpectation, filePa
     if (!sink) {
       const written = opts.writeSmall && (await opts.writeSmall(batch, size));
       if (written) return written;
-      const blob = { ...hashInline(batch), byteSize: size };
+      const blob = digestBlob(batch);
       checkExpectation(expect, blob);
       await writeSmallFile(filePath, batch, opts.fsync);
       return blob;
@@ -99,14 +95,20 @@ const fdWritev = promisify(fs.writev);
 const fdClose = promisify(fs.close);
 const fdDatasync = promisify(fs.fdatasync);
 
-function hashInline(chunks: Buffer[]): Digests {
-  const md5 = createHash('md5');
-  const sha = createHash('sha256');
-  for (const c of chunks) {
-    md5.update(c);
-    sha.update(c);
+/**
+ * The body's chunks as Buffers, stopping with BlobMismatchError as soon as they pass `maxBytes`
+ * (too large) or `byteSize` (not the declared size). The stream is left as it is on an early stop
+ * (destroyOnReturn: false): the caller decides whether to drain or destroy it.
+ */
+export async function* checkedChunks(body: Readable, expect: PutExpectation): AsyncGenerator<Buffer> {
+  let size = 0;
+  for await (const chunk of body.iterator({ destroyOnReturn: false })) {
+    const buf: Buffer = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    size += buf.length;
+    if (expect.maxBytes !== undefined && size > expect.maxBytes) throw new BlobMismatchError('byte_size', expect.maxBytes, size, true);
+    if (expect.byteSize !== undefined && size > expect.byteSize) throw new BlobMismatchError('byte_size', expect.byteSize, size);
+    yield buf;
   }
-  return { md5Base64: md5.digest('base64'), sha256: sha.digest('hex') };
 }
 
 /** Throws BlobMismatchError for the first given expectation the blob fails: size, then MD5, then SHA-256. */

@@ -151,7 +151,8 @@ export class InboundPipeline {
     // Small blobs are kept in the database by the commit (src/blobs/inline-blobs.ts); the analysis
     // computes their checksums. A larger raw blob's fsyncs run (on a writer thread or libuv's pool)
     // while the message is parsed and authenticated; it is awaited before the commit.
-    const blobs = new BlobsForCommit(deps.blobs, streamed ? -1 : deps.config.blobs.inlineMaxBytes);
+    const inlineMaxBytes = streamed ? -1 : deps.config.blobs.inlineMaxBytes;
+    const blobs = new BlobsForCommit(deps.blobs, inlineMaxBytes);
     const putting = streamed?.put ?? (blobs.keeps(bytes.byteLength) ? null : deps.blobs.putBuffer(bytes));
     putting?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     try {
@@ -160,8 +161,7 @@ export class InboundPipeline {
       // rows nothing else held a message back, and groups fell from about 4.5 messages to 2.
       expected = this.commits.expect();
       const { parsed, auth, spamFlags, jsonBytes, digests } = await this.analysis.analyze(bytes, {
-        deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta,
-        inlineMaxBytes: streamed ? -1 : deps.config.blobs.inlineMaxBytes,
+        deliveredTo: accepted.map((r) => r.address), receivedAt, clientIp: msg.clientIp ?? '127.0.0.1', helo: msg.helo, mailFrom: msg.mailFrom, mta: this.opts.mta, inlineMaxBytes,
       });
       report.auth = auth;
       const storedAttachments: AttachmentSummary[] = parsed.attachments.map(({ content: _content, ...summary }) => summary);
