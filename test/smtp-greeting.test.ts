@@ -3,14 +3,15 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { mailboxWithAddress, sendMail } from './smtp-helpers.ts';
+import { closeSmtpServer, createSmtpServer } from '../src/inbound/smtp-server.ts';
 
 // The greeting pause is ours to set (CUBBY_SMTP_GREETING_DELAY_MS): by default the server greets at
 // once (smtp-server's fixed 100 ms pause capped one-message-per-connection delivery), and with a
 // pause a client that talks before the greeting is refused as an early talker.
 
 /** Everything the server says on a fresh connection until it closes or `until` matches. */
-async function converse(app: TestApp, opts: { sendFirst?: string; until: RegExp }): Promise<string> {
-  const socket = net.connect(app.started.ports.smtp!, '127.0.0.1');
+async function converse(app: TestApp | number, opts: { sendFirst?: string; until: RegExp }): Promise<string> {
+  const socket = net.connect(typeof app === 'number' ? app : app.started.ports.smtp!, '127.0.0.1');
   await once(socket, 'connect');
   if (opts.sendFirst) socket.write(opts.sendFirst);
   let text = '';
@@ -35,6 +36,25 @@ describeEachDatabase('SMTP greeting without a pause (default)', (app) => {
     expect(early).toMatch(/250[ -]/);
     const sent = await sendMail(app(), { to: box.address, subject: 'greeted at once' });
     expect(sent.response).toMatch(/^250 /);
+  });
+
+  it('greets a connection in the turn of the event loop that accepted it, before work queued behind it (a group commit) runs', async () => {
+    // A second server of the app, built as the app builds its own, so that its listener can be watched.
+    const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const server = createSmtpServer(app().started.deps, { hostname: 'greeting.test', resolver: async () => [], log: quiet });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      // Queued before the server hands the connection on: with a hand-over through setImmediate
+      // (smtp-server's own) the greeting would come after this, when nothing has been written yet.
+      let writtenWhenQueuedWorkRan = -1;
+      server.server.prependListener('connection', (socket: net.Socket) => setImmediate(() => (writtenWhenQueuedWorkRan = socket.bytesWritten)));
+      const port = (server.server.address() as net.AddressInfo).port;
+      const text = await converse(port, { until: /^220 [^\r\n]*\r\n/ });
+      expect(text).toMatch(/^220 greeting\.test ESMTP/);
+      expect(writtenWhenQueuedWorkRan).toBe(Buffer.byteLength(text));
+    } finally {
+      await closeSmtpServer(server, 1000);
+    }
   });
 });
 

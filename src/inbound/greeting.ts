@@ -1,6 +1,7 @@
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
 import type { Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
 
 /**
  * smtp-server always waits 100 ms before its greeting (to catch clients that talk first, a
@@ -14,6 +15,15 @@ export class GreetingSmtpServer extends SMTPServer {
     private readonly greetingDelayMs: number,
   ) {
     super(options);
+  }
+
+  // The library hands every connection on with setImmediate (for its PROXY-header path): under
+  // load the greeting then waits behind everything else queued for that turn of the event loop,
+  // a group commit included. Without a PROXY header the same options are handed on at once.
+  override _handleProxy(socket: Socket, callback: Parameters<SMTPServer['_handleProxy']>[1]): void {
+    if (this._expectsProxyHeader(socket)) return super._handleProxy(socket, callback);
+    const ignored = this.options.ignoredHosts;
+    callback(null, { id: sessionId(), ignore: !!ignored && ignored.includes(socket.remoteAddress!) });
   }
 
   override connect(socket: Socket, socketOptions?: ConstructorParameters<typeof SMTPConnection>[2]): void {
@@ -30,6 +40,11 @@ export class GreetingSmtpServer extends SMTPServer {
       setTimeout(() => connection.connectionReady(), delay).unref();
     });
   }
+}
+
+/** The library's session id: 80 random bits as 16 base-32 digits. */
+function sessionId(): string {
+  return BigInt('0x' + randomBytes(10).toString('hex')).toString(32).padStart(16, '0');
 }
 
 interface ConnectionInternals {
