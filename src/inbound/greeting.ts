@@ -1,7 +1,6 @@
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
 import type { Socket } from 'node:net';
-import { randomBytes } from 'node:crypto';
 
 /**
  * smtp-server always waits 100 ms before its greeting (to catch clients that talk first, a
@@ -19,11 +18,13 @@ export class GreetingSmtpServer extends SMTPServer {
 
   // The library hands every connection on with setImmediate (for its PROXY-header path): under
   // load the greeting then waits behind everything else queued for that turn of the event loop,
-  // a group commit included. Without a PROXY header the same options are handed on at once.
+  // a group commit included. Without a PROXY header the same options are handed on at once; the
+  // session id is left to SMTPConnection, which makes one when none is given.
   override _handleProxy(socket: Socket, callback: Parameters<SMTPServer['_handleProxy']>[1]): void {
     if (this._expectsProxyHeader(socket)) return super._handleProxy(socket, callback);
     const ignored = this.options.ignoredHosts;
-    callback(null, { id: sessionId(), ignore: !!ignored && ignored.includes(socket.remoteAddress!) });
+    // Typed as carrying an id; at run time SMTPConnection makes one when none is given.
+    callback(null, { ignore: !!ignored && ignored.includes(socket.remoteAddress!) } as Parameters<typeof callback>[1]);
   }
 
   override connect(socket: Socket, socketOptions?: ConstructorParameters<typeof SMTPConnection>[2]): void {
@@ -40,11 +41,6 @@ export class GreetingSmtpServer extends SMTPServer {
       setTimeout(() => connection.connectionReady(), delay).unref();
     });
   }
-}
-
-/** The library's session id: 80 random bits as 16 base-32 digits. */
-function sessionId(): string {
-  return BigInt('0x' + randomBytes(10).toString('hex')).toString(32).padStart(16, '0');
 }
 
 interface ConnectionInternals {
