@@ -1,20 +1,31 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { StoredBlob } from './blob-store.ts';
 
-/**
- * The address and checksums of bytes in memory (one buffer, or the chunks of one body): what a
- * store's put() computes, and what bytes kept in their database row get (src/blobs/inline-blobs.ts).
- * A module of its own: the analysis thread computes them for received mail and should load nothing
- * else of the blob code.
- */
-export function digestBlob(bytes: Uint8Array | readonly Uint8Array[]): StoredBlob {
-  const sha = createHash('sha256');
-  const md5 = createHash('md5');
-  let byteSize = 0;
-  for (const chunk of bytes instanceof Uint8Array ? [bytes] : bytes) {
-    sha.update(chunk);
-    md5.update(chunk);
-    byteSize += chunk.byteLength;
+// The address and checksums of a blob's bytes: what a store's put() computes, what bytes kept in
+// their database row get (src/blobs/inline-blobs.ts), and what a check of bytes another party wrote
+// compares (src/blobs/spool.ts hashStream). A module of its own: the analysis thread computes them
+// for received mail and should load nothing else of the blob code.
+
+/** SHA-256, MD5 and size over bytes given a chunk at a time. */
+export class BlobDigest {
+  private readonly sha: Hash = createHash('sha256');
+  private readonly md5: Hash = createHash('md5');
+  private byteSize = 0;
+
+  update(chunk: Uint8Array): void {
+    this.sha.update(chunk);
+    this.md5.update(chunk);
+    this.byteSize += chunk.byteLength;
   }
-  return { sha256: sha.digest('hex'), md5Base64: md5.digest('base64'), byteSize };
+
+  finish(): StoredBlob {
+    return { sha256: this.sha.digest('hex'), md5Base64: this.md5.digest('base64'), byteSize: this.byteSize };
+  }
+}
+
+/** The same over bytes in memory: one buffer, or the chunks of one body. */
+export function digestBlob(bytes: Uint8Array | readonly Uint8Array[]): StoredBlob {
+  const digest = new BlobDigest();
+  for (const chunk of bytes instanceof Uint8Array ? [bytes] : bytes) digest.update(chunk);
+  return digest.finish();
 }

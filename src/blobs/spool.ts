@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { BlobMismatchError, type PutExpectation, type StoredBlob } from './blob-store.ts';
 import { LargeFileSink } from './file-sink.ts';
-import { digestBlob } from './digest.ts';
+import { BlobDigest, digestBlob } from './digest.ts';
 
 // The write path both stores share: stream the body into a new local file while counting and
 // hashing it, stop early when it is too long, check the expectation, and fdatasync if asked. The file
@@ -120,14 +119,7 @@ export function checkExpectation(expect: PutExpectation, blob: StoredBlob): void
 
 /** Hashes a stream without storing it (to verify bytes another party wrote). */
 export async function hashStream(body: Readable): Promise<StoredBlob> {
-  const md5 = createHash('md5');
-  const sha = createHash('sha256');
-  let size = 0;
-  for await (const chunk of body) {
-    const buf: Buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-    size += buf.length;
-    md5.update(buf);
-    sha.update(buf);
-  }
-  return { sha256: sha.digest('hex'), md5Base64: md5.digest('base64'), byteSize: size };
+  const digest = new BlobDigest();
+  for await (const chunk of body) digest.update(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return digest.finish();
 }
