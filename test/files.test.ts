@@ -281,6 +281,31 @@ function filesSuite(app: () => TestApp) {
     const kept = await app().request('GET', `/v1/mailboxes/${keeper.id}/files/by_path`, { key: u.key, query: { path: 'shared.txt' } });
     expect(kept.status).toBe(200);
   });
+
+  it('the blob collector looks through the blobs a page at a time and stops at its maximum', async () => {
+    const { db, blobs } = app().started.deps;
+    const later = new Date(Date.now() + 3 * 86_400_000);
+    await collectGarbageBlobs(db, blobs, later, 100_000); // what earlier tests left: the orphans below are then the only ones
+    const u = await app().user();
+    const doomed = await newMailbox(app(), u.key);
+    const keeper = await newMailbox(app(), u.key);
+    const texts = Array.from({ length: 7 }, (_, i) => `paged orphan ${i} ${Math.random()}`);
+    for (const [i, t] of texts.entries()) await uploadFile(app(), u.key, doomed.id, `o${i}.txt`, t);
+    const keptText = `paged keeper ${Math.random()}`;
+    await uploadFile(app(), u.key, keeper.id, 'k.txt', keptText);
+    await app().request('POST', `/v1/mailboxes/${doomed.id}/archive`, { key: u.key, body: {} });
+    expect((await app().request('DELETE', `/v1/mailboxes/${doomed.id}`, { key: u.key, body: { confirmation: `DELETE ${doomed.id}` } })).status).toBe(200);
+    await purgeDeletedMailboxes(db);
+    const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+    const left = async () => (await Promise.all(texts.map((t) => blobs.exists(sha(t))))).filter(Boolean).length;
+    // Pages of two blobs: the orphans are spread over many pages among the other tests' blobs.
+    expect(await collectGarbageBlobs(db, blobs, later, 3, 2)).toBe(3);
+    expect(await left()).toBe(4);
+    await collectGarbageBlobs(db, blobs, later, 100_000, 2);
+    expect(await left()).toBe(0);
+    expect(await db.selectFrom('blobs').select('sha256').where('sha256', 'in', texts.map(sha)).execute()).toEqual([]);
+    expect(await blobs.exists(sha(keptText))).toBe(true);
+  });
 }
 
 describeEachDatabase('files (surface R)', filesSuite);
