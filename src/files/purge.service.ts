@@ -15,11 +15,13 @@ const GRACE_MS = 24 * 3600 * 1000;
 export async function purgeDeletedMailboxes(db: Kysely<DB>, maxChunks = 20): Promise<number> {
   let removed = 0;
   for (let i = 0; i < maxChunks; i++) {
+    // From the deleted mailboxes to their files (by the files' mailbox index). As a join, SQLite
+    // without statistics read every file of every mailbox to find them: 80 ms at 300,000 files,
+    // every five minutes, when no mailbox was deleted at all.
     const files = await db
       .selectFrom('files')
-      .innerJoin('mailboxes', 'mailboxes.id', 'files.mailbox_id')
       .select('files.id')
-      .where('mailboxes.deleted_at', 'is not', null)
+      .where('files.mailbox_id', 'in', (eb) => eb.selectFrom('mailboxes').select('mailboxes.id').where('mailboxes.deleted_at', 'is not', null))
       .limit(CHUNK)
       .execute();
     if (files.length === 0) break;
