@@ -30,10 +30,10 @@ export const RETRY_TASK = 'webhooks.retry';
  * webhook, and a dispatch job per webhook to make the first attempts. Both exist exactly when the
  * events do (the outbox); delivery ids are monotonic, so they also give the order of first attempts.
  */
-export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[], targets?: WebhookTarget[]): Promise<void> {
-  if (!rows.length) return;
+export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, rows: EventsTable[], targets?: WebhookTarget[]): Promise<WebhookDeliveriesTable[]> {
+  if (!rows.length) return [];
   const hooks = targets ?? (await trx.executeQuery(webhookTargets(trx, rows.map((r) => r.mailbox_id)))).rows;
-  if (!hooks.length) return;
+  if (!hooks.length) return [];
   const hookOf = new Map(hooks.map((h) => [h.mailbox_id, h.id]));
   const deliveries: WebhookDeliveriesTable[] = [];
   for (const r of rows) {
@@ -61,4 +61,5 @@ export async function queueWebhookDeliveries(deps: AppDeps, trx: Kysely<DB>, row
   // Chunked: a group commit may carry hundreds of events, and statements have a parameter limit.
   for (let i = 0; i < deliveries.length; i += 500) await trx.insertInto('webhook_deliveries').values(deliveries.slice(i, i + 500)).execute();
   for (const webhookId of new Set(deliveries.map((d) => d.webhook_id))) await deps.jobs.enqueue(trx, DISPATCH_TASK, { webhook_id: webhookId });
+  return deliveries;
 }

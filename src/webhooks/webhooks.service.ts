@@ -156,10 +156,13 @@ export async function sendTestEvent(ctx: RequestCtx, input: { accountId?: string
   const id = newId('evt');
   const body = { id, type: 'webhook.test', created_at: iso(now), data: { mailbox_id: mailbox.id, account_id: mailbox.account_id, test: true } };
   const row = { id, type: 'webhook.test', account_id: mailbox.account_id, mailbox_id: mailbox.id, payload: JSON.stringify(body), created_at: iso(now) } as unknown as EventsTable;
-  await ctx.db.transaction().execute(async (trx) => {
+  const [queued] = await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('events').values(row).execute();
-    await queueWebhookDeliveries(ctx, trx, [row]);
+    return queueWebhookDeliveries(ctx, trx, [row]);
   });
-  const delivery = await ctx.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', id).executeTakeFirstOrThrow();
+  // Gone meanwhile (the webhook was removed in between): nothing was queued.
+  if (!queued) throw new AppError('EMAIL_WEBHOOK_NOT_FOUND', 'Set a webhook URL first.', { mailbox_id: mailbox.id });
+  // By its id: webhook_deliveries has no index on event_id, and keeps every delivery of its retention window.
+  const delivery = await ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', queued.id).executeTakeFirstOrThrow();
   return { event: { id, type: 'webhook.test', created_at: body.created_at }, delivery: { ...delivery, attemptLog: [] } };
 }
