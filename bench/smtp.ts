@@ -15,7 +15,8 @@
 // PIPELINING (0; 1 sends MAIL, RCPT and DATA in one write), PLAN (pilot), SKIP_CUBBY=1 (peers
 // only), HOLD=1 (boot Cubby, make the mailboxes, print how to point smtp-peers.sh at it, wait for
 // Ctrl-C), KEEP_RUN_DIR=1, BENCH_SCRATCH, SERVE_NODE_ARGS (node options for the server, e.g.
-// "--cpu-prof --cpu-prof-dir=/tmp/prof").
+// "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_DATABASE_URL (postgres://…: Cubby on Postgres in a
+// fresh schema, dropped at the end) and SERVE_ENV (bench/database.ts), as in the harness mode.
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -25,6 +26,7 @@ import { client, clientCpu, cpuSince, cpuSplit, gitCommit, inParallel, log, make
 import { percentile, runLoad, type LoadResult } from './smtp-client.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { findPeerHarness, runWithPeerHarness } from './smtp-harness.ts';
+import { benchDatabase, type BenchDatabase } from './database.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const MESSAGES = Number(process.env.MESSAGES ?? 5000);
@@ -151,9 +153,9 @@ async function storedCount(api: ReturnType<typeof client>, ids: string[]) {
   return sum;
 }
 
-async function cubby(runDir: string, setServer: (s: ServeProcess) => void) {
+async function cubby(runDir: string, database: BenchDatabase, setServer: (s: ServeProcess) => void) {
   const smtpPort = await freePort();
-  const env = serveEnv(path.join(runDir, 'data'), { CUBBY_SMTP_PORT: String(smtpPort), CUBBY_HTTP_PORT: String(await freePort()) });
+  const env = serveEnv(path.join(runDir, 'data'), { CUBBY_SMTP_PORT: String(smtpPort), CUBBY_HTTP_PORT: String(await freePort()), ...database.env });
   const { key } = await adminUserAndKey(env, PLAN);
   const server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
   setServer(server);
@@ -192,6 +194,8 @@ function sampleSizes() {
 }
 
 function dirBytes(dir: string): number {
+  // On Postgres with every blob kept in its row, the server may never create its data dir.
+  if (!fs.existsSync(dir)) return 0;
   let n = 0;
   for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
     if (e.isFile()) n += fs.statSync(path.join(e.parentPath, e.name)).size;
@@ -203,19 +207,21 @@ async function main() {
   const peers = parsePeers();
   const skipCubby = Boolean(process.env.SKIP_CUBBY);
   const runDir = makeRunDir('smtp');
+  // Postgres with BENCH_DATABASE_URL (a fresh schema, dropped at the end), as in the harness mode.
+  const database = benchDatabase('smtp');
   let server: ServeProcess | undefined;
   const cleanup = () => {
     if (!process.env.KEEP_RUN_DIR) fs.rmSync(runDir, { recursive: true, force: true });
   };
   process.once('SIGINT', () => {
-    void (server?.stop() ?? Promise.resolve()).finally(() => {
+    void (server?.stop() ?? Promise.resolve()).then(() => database.drop()).finally(() => {
       cleanup();
       process.exit(130);
     });
   });
   try {
     log(`run dir ${runDir}; ${CONNECTIONS} connections, ${MESSAGES} messages, ${ATTACHMENT_RATIO * 100}% with attachment, warm-up ${WARMUP}`);
-    const ours = skipCubby ? null : await cubby(runDir, (s) => (server = s));
+    const ours = skipCubby ? null : await cubby(runDir, database, (s) => (server = s));
     await server?.stop();
     const peerFigures: Record<string, ReturnType<typeof figures>> = {};
     const recipients = Array.from({ length: MAILBOXES }, (_, i) => `box-${String(i).padStart(3, '0')}@${PEER_DOMAIN}`);
@@ -230,6 +236,7 @@ async function main() {
       node: process.version,
       cpus: os.cpus().length,
       commit: gitCommit(),
+      database: database.kind,
       config: { connections: CONNECTIONS, warmup: WARMUP, attachment_ratio: ATTACHMENT_RATIO, mailboxes: MAILBOXES, plan: PLAN, msg_bytes: sampleSizes() },
       ...(ours ?? {}),
       peers: peerFigures,
@@ -239,6 +246,7 @@ async function main() {
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
     await server?.stop();
+    await database.drop();
     cleanup();
   }
 }
