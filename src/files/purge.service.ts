@@ -46,7 +46,7 @@ export async function purgeDeletedMailboxes(db: Kysely<DB>, maxChunks = 20): Pro
 /**
  * Blobs looked at per statement. The collector reads every blob row older than the grace period,
  * and most are in use: at 300,000 blobs one statement held SQLite's connection (the event loop) for
- * about 230 ms, every hour, growing with the store. In pages, with a turn of the event loop
+ * 160–230 ms, every hour, growing with the store. In pages, with a turn of the event loop
  * between them, SMTP sessions and requests are served meanwhile.
  */
 const SCAN_PAGE = 2000;

@@ -11,10 +11,10 @@ const MAX_REFS = 200;
  * find. Without table statistics (SQLite has none unless ANALYZE has run) the planner served a
  * `WHERE mailbox_id = ? AND (… OR …) ORDER BY seq LIMIT 1`, and even a single `message_id = ?`,
  * from the (mailbox_id, seq) index, reading the mailbox's emails in order until one matched: for a
- * message that starts a conversation, all of them (35 ms per message at 200,000 emails). Without a
- * thread key there is one lookup, and a unary plus makes its order an expression that no index
- * provides (sqlite.org/optoverview.html; on Postgres the same number). Built once per dialect and
- * list length.
+ * message that starts a conversation, all of them (38 ms per message at 100,000 emails: npm run
+ * bench:conversations). Without a thread key there is one lookup, and a unary plus makes its order
+ * an expression that no index provides (sqlite.org/optoverview.html; on Postgres the same number).
+ * Built once per dialect and list length.
  */
 const byMessageId = (db: Kysely<DB>, ids: string[], mailboxId: string) =>
   db.selectFrom('emails').select(['conversation_id', 'seq']).where('mailbox_id', '=', mailboxId).where('message_id', 'in', ids);
