@@ -4,7 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
 import type { DB } from '../src/db/schema.ts';
-import { HotStatements } from '../src/db/pg-prepared.ts';
+import { HotStatements, PLAN_EACH_TIME } from '../src/db/pg-prepared.ts';
 
 // Frequent statements on Postgres run as named prepared statements (src/db/pg-prepared.ts).
 
@@ -38,6 +38,13 @@ describe('hot statement naming', () => {
     hot.nameFor('c'); // the counts were full: forgotten, `c` counted anew
     expect(hot.nameFor('a')).toBeUndefined(); // `a` starts again at one
     expect(hot.nameFor('c')).toBeDefined();
+  });
+
+  it('never names a text marked to be planned each time', () => {
+    const hot = new HotStatements({ after: 1, maxStatements: 10, maxTextChars: 100, maxCounted: 100 });
+    for (let i = 0; i < 5; i++) expect(hot.nameFor(`${PLAN_EACH_TIME}select * from t where a = $1`)).toBeUndefined();
+    expect(hot.nameFor('select * from t where a = $1')).toBeDefined();
+    expect(hot.size).toBe(1);
   });
 
   it('never names a refused text again', () => {

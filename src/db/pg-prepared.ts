@@ -22,6 +22,16 @@ import type pg from 'pg';
  * does not keep a connection's prepared statements (PgBouncer before 1.21, or later ones with
  * max_prepared_statements = 0).
  */
+/**
+ * A statement whose text starts with this comment is never named: Postgres plans it with its values
+ * each time. For lookups whose best plan changes as a table grows. A named statement's generic plan
+ * is made once, in its first uses, and Postgres makes a new one only after the table's statistics
+ * change: made while `emails` was small, a lookup by Message-ID stayed a sequential scan as the
+ * mailbox grew (autovacuum off, or between its runs). An unnamed statement is planned with the
+ * table's current size. Harmless on SQLite (a comment).
+ */
+export const PLAN_EACH_TIME = '/* plan each time */ ';
+
 export interface PreparedStatementLimits {
   after: number;
   maxStatements: number;
@@ -43,7 +53,7 @@ export class HotStatements {
   nameFor(text: string): string | undefined {
     const name = this.names.get(text);
     if (name !== undefined) return name;
-    if (text.length > this.limits.maxTextChars || this.names.size >= this.limits.maxStatements || this.refused.has(text)) return undefined;
+    if (text.length > this.limits.maxTextChars || this.names.size >= this.limits.maxStatements || this.refused.has(text) || text.startsWith(PLAN_EACH_TIME)) return undefined;
     const n = (this.counts.get(text) ?? 0) + 1;
     if (n < this.limits.after) {
       if (this.counts.size >= this.limits.maxCounted) this.counts.clear();

@@ -1,6 +1,7 @@
-import { sql, type CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { DB, EmailsTable } from '../db/schema.ts';
 import { compiledListQuery } from '../db/compiled-query.ts';
+import { PLAN_EACH_TIME } from '../db/pg-prepared.ts';
 
 /** References looked up per message at most (a long thread's References field grows with every reply). */
 const MAX_REFS = 200;
@@ -31,7 +32,10 @@ const FIRST_BY_IDS_OR_THREAD = compiledListQuery((db, ids, mailboxId: string, th
 export function conversationLookup(db: Kysely<DB>, mailboxId: string, threadKey: string | null, refs: string[]): CompiledQuery<{ conversation_id: string }> | null {
   if (!threadKey && !refs.length) return null;
   const ids = [...new Set([...refs.slice(0, MAX_REFS), ...(threadKey ? [threadKey] : [])])];
-  return threadKey ? FIRST_BY_IDS_OR_THREAD.compile(db, ids, mailboxId, threadKey) : FIRST_BY_IDS.compile(db, ids, mailboxId);
+  const q = threadKey ? FIRST_BY_IDS_OR_THREAD.compile(db, ids, mailboxId, threadKey) : FIRST_BY_IDS.compile(db, ids, mailboxId);
+  // On Postgres planned with its values each time: a generic plan made while the mailbox was small
+  // stayed a sequential scan of emails (src/db/pg-prepared.ts).
+  return CompiledQuery.raw(PLAN_EACH_TIME + q.sql, [...q.parameters]) as CompiledQuery<{ conversation_id: string }>;
 }
 
 /**
