@@ -8,7 +8,6 @@
 // Env: EMAILS (100000), LOOKUPS (200), ANALYZE (0), BENCH_DATABASE_URL (postgres://…, fresh schema).
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { createApp } from '../src/app.ts';
 import { registerUser } from '../src/accounts/accounts.service.ts';
@@ -20,10 +19,11 @@ import { authenticateApiKey } from '../src/auth/credential.ts';
 import { createMailbox } from '../src/mailboxes/mailboxes.service.ts';
 import type { RequestCtx } from '../src/context.ts';
 import { gitCommit, log, makeRunDir, round } from './lib.ts';
+import { benchDatabase } from './database.ts';
+import { percentile } from './smtp-client.ts';
 
 const EMAILS = Number(process.env.EMAILS ?? 100_000);
 const LOOKUPS = Number(process.env.LOOKUPS ?? 200);
-const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 
 /** The lookup as it was before (one WHERE with OR), for the comparison. */
 async function earlierLookup(trx: Kysely<DB>, mailboxId: string, threadKey: string | null, refs: string[]): Promise<string | null> {
@@ -43,17 +43,16 @@ async function earlierLookup(trx: Kysely<DB>, mailboxId: string, threadKey: stri
   return row?.conversation_id ?? null;
 }
 
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
-
 async function main() {
-  const schema = DATABASE_URL ? `bench_conv_${randomBytes(4).toString('hex')}` : undefined;
+  // SQLite in the run dir, or Postgres in a fresh schema with BENCH_DATABASE_URL (dropped at the end).
+  const database = benchDatabase('conv');
   const env: Record<string, string> = {
     CUBBY_DATA_DIR: makeRunDir('conversations'),
     CUBBY_ROLES: 'api',
     CUBBY_HTTP_PORT: '0',
     CUBBY_LOG_LEVEL: 'silent',
     CUBBY_SECRET_KEY: randomBytes(32).toString('hex'),
-    ...(DATABASE_URL ? { CUBBY_DATABASE_URL: DATABASE_URL, CUBBY_DATABASE_SCHEMA: schema! } : {}),
+    ...database.env,
   };
   const app = createApp(loadConfig(env));
   const { deps } = await app.start();
@@ -100,19 +99,14 @@ async function main() {
             if (name === 'new_conversation' && found !== null) throw new Error(`${form}: a new conversation found ${found}`);
           }
         });
-        figures[`${name}_${form}`] = { p50_us: round(quantile(times, 0.5)), p99_us: round(quantile(times, 0.99)) };
+        figures[`${name}_${form}`] = { p50_us: round(percentile(times, 50)!), p99_us: round(percentile(times, 99)!) };
         log(`${name} (${form}): p50 ${figures[`${name}_${form}`]!.p50_us} µs`);
       }
     }
     console.log(JSON.stringify({ bench: 'conversations', commit: gitCommit(), database: deps.dialect, emails: EMAILS, lookups: LOOKUPS, analyzed: process.env.ANALYZE === '1', ...figures }));
   } finally {
     await app.stop();
-    if (schema && DATABASE_URL) {
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      await client.query(`drop schema if exists ${schema} cascade`);
-      await client.end();
-    }
+    await database.drop();
   }
 }
 
