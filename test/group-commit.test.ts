@@ -70,6 +70,35 @@ describe('group commit', () => {
     expect(r.groups).toEqual([['a'], ['b']]);
   });
 
+  it('waits only for items announced before it began gathering: later ones go to the next group', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
+    const early = gc.expect();
+    const first = gc.submit(['a']);
+    await turns(3); // the group is gathering, waiting for the early item
+    expect(r.groups).toEqual([]);
+    const late = gc.expect();
+    // The early item arrives: the group is committed at once, without waiting out the window for
+    // the late one (under a steady stream something is always announced).
+    const second = gc.submit(['b'], early);
+    await Promise.all([first, second]);
+    expect(r.groups).toEqual([['a', 'b']]);
+    await gc.submit(['c'], late);
+    expect(r.groups).toEqual([['a', 'b'], ['c']]);
+  });
+
+  it('takes a later announced item that has arrived by the time the group is committed', async () => {
+    const r = recorder();
+    const gc = new GroupCommit(r.commit, { windowMs: 60_000 });
+    const early = gc.expect();
+    const first = gc.submit(['a']);
+    await turns(3);
+    const late = gc.expect();
+    const lateDone = gc.submit(['b'], late);
+    await Promise.all([first, lateDone, gc.submit(['c'], early)]);
+    expect(r.groups).toEqual([['a', 'b', 'c']]);
+  });
+
   it('never waits with a window of 0, whatever is expected', async () => {
     const r = recorder();
     const gc = new GroupCommit(r.commit, { windowMs: 0 });

@@ -11,14 +11,18 @@
  * statement) beside its cost per item. Under a stream of mail most messages arrive alone, so each
  * paid the fixed cost. A caller announces an item it will submit soon (`expect()`: a message being
  * parsed and authenticated, whose larger blobs are being fsynced); a group then waits up to `windowMs`
- * for the expected items to join. Nothing waits when nothing is expected, so a lone message is committed at
- * once.
+ * for the items announced before it began gathering, and takes whatever has arrived by then. Nothing
+ * waits when nothing is expected, so a lone message is committed at once.
  */
 export class GroupCommit<T> {
   private waiting: { items: T[]; settle: (err?: unknown) => void }[] = [];
   private running = false;
-  /** Items announced by expect() and neither submitted nor cancelled yet. */
-  private expected = 0;
+  /**
+   * Tickets of items announced by expect() and neither submitted nor cancelled yet, in the order
+   * they were announced (a Set iterates in insertion order: the first is the oldest).
+   */
+  private readonly expected = new Set<number>();
+  private nextTicket = 0;
   private changed: (() => void) | null = null;
 
   constructor(
@@ -36,12 +40,10 @@ export class GroupCommit<T> {
    * expected) does) or when it will not be (a refusal, an error); calling it again does nothing.
    */
   expect(): () => void {
-    this.expected++;
-    let open = true;
+    const ticket = this.nextTicket++;
+    this.expected.add(ticket);
     return () => {
-      if (!open) return;
-      open = false;
-      this.expected--;
+      if (!this.expected.delete(ticket)) return;
       this.changed?.();
     };
   }
@@ -95,12 +97,18 @@ export class GroupCommit<T> {
     }
   }
 
-  /** Waits, up to the window, while items are expected and the group has room. */
+  /**
+   * Waits, up to the window, for the items announced before it began, while the group has room.
+   * Items announced meanwhile are not waited for (they join if they come in time): under a steady
+   * stream something is always announced, and a group that waited for those waited out the whole
+   * window every time.
+   */
   private async gather(): Promise<void> {
     const windowMs = this.opts.windowMs ?? 0;
     if (windowMs <= 0) return;
     const deadline = performance.now() + windowMs;
-    while (this.expected > 0 && this.waitingItems() < this.maxItems) {
+    const cutoff = this.nextTicket;
+    while (this.oldestExpected() < cutoff && this.waitingItems() < this.maxItems) {
       const left = deadline - performance.now();
       if (left <= 0) return;
       await new Promise<void>((resolve) => {
@@ -113,6 +121,12 @@ export class GroupCommit<T> {
       });
       this.changed = null;
     }
+  }
+
+  /** The ticket of the oldest announced item not yet submitted or cancelled (Infinity: none). */
+  private oldestExpected(): number {
+    for (const ticket of this.expected) return ticket;
+    return Infinity;
   }
 
   private waitingItems(): number {
