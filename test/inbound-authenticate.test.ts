@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   authenticateMessage, authFailureSignals, normalizeClientIp, senderAuthenticated, systemResolver, type AuthInput, type AuthSummary, type DnsResolver,
 } from '../src/inbound/authenticate.ts';
+import { screenMessage } from '../src/inbound/authenticate-input.ts';
 import { arcSealed, dkimSigned, fakeNameServer, message, rsaKey, tableResolver, txt, type Key, type Zone } from './inbound-authenticate-helpers.ts';
 
 const MTA = 'mx.cubby.test';
@@ -207,7 +208,8 @@ describe('DNS failures and time limits', () => {
   });
 
   it('gives up on a message it cannot finish in time', async () => {
-    const raw = message({ body: 'x'.repeat(20e6) });
+    // Signed (the signature need not be good): its body has to be read, 20 MB of it.
+    const raw = message({ body: 'x'.repeat(20e6), extraHeaders: 'DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=example.com; s=s1; h=from; bh=AAAA; b=AAAA\r\n' });
     const s = await run({ raw, timeoutMs: 1 });
     expect(s).toMatchObject({ spf: { result: 'temperror', domain: 'example.com' }, dmarc: { result: 'temperror' }, arc: { result: 'temperror' } });
     expect(s.header).toContain('(timed out)');
@@ -218,6 +220,34 @@ describe('DNS failures and time limits', () => {
     // The DKIM key lookup came first and used the only one.
     expect(s.dkim[0].result).toBe('pass');
     expect(s.spf.result).toBe('temperror');
+  });
+});
+
+describe('what mailauth is given', () => {
+  const limits = { maxSignatures: 10, maxHeaderBytes: 1e6 };
+  const headerOf = (raw: Buffer) => raw.subarray(0, raw.indexOf('\r\n\r\n') + 4);
+
+  it('an unsigned message: its header section only (the body cannot change a result), even with a signature field in the body', () => {
+    const raw = message({ body: 'DKIM-Signature: v=1; d=example.com\r\nARC-Seal: i=1\r\n' + 'x'.repeat(100_000) });
+    expect(screenMessage(raw, limits).pieces).toEqual([headerOf(raw)]);
+  });
+
+  it('a message with a DKIM-Signature or any ARC field, whatever its case and spacing: the whole message', () => {
+    for (const field of ['DKIM-Signature: v=1', 'dkim-signature : v=1', 'ARC-Seal: i=1', 'ARC-Message-Signature: i=1', 'arc-authentication-results: i=1']) {
+      const raw = message({ extraHeaders: `X-Before: 1\r\n${field}\r\n`, body: 'body\r\n' });
+      expect(Buffer.concat(screenMessage(raw, limits).pieces), field).toEqual(raw);
+    }
+  });
+
+  it('a message whose header section never ends: unchanged (no body to leave out)', () => {
+    const raw = Buffer.from('From: a@example.com\r\nSubject: no blank line\r\n');
+    expect(Buffer.concat(screenMessage(raw, limits).pieces)).toEqual(raw);
+  });
+
+  it('an unsigned message gets the same results whatever its body', async () => {
+    const plain = await run({ raw: message() });
+    const bulky = await run({ raw: message({ body: 'line with a bare LF\n'.repeat(50_000) }) });
+    expect(bulky).toEqual(plain);
   });
 });
 
