@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parseMessage, type ParsedEmail } from '../src/inbound/parse.ts';
-import { patchPassThroughDecoder } from '../src/inbound/parse-mime.ts';
+import { patchBase64Decoder, patchPassThroughDecoder } from '../src/inbound/parse-mime.ts';
 import { hostileMessages, noise } from './fixtures/hostile.ts';
 import { checkSafeHtml, checkSane, FIXTURES, fixtureFiles } from './inbound-parse-helpers.ts';
 
@@ -274,6 +274,51 @@ describe('inputs, options and address rules', () => {
     const p = await parse(raw);
     expect(p.body_text).toBe('see csv\n');
     expect(p.attachments[0].content.toString()).toBe(`${csv}\n`);
+  });
+
+  it('decodes base64 attachments by the rules of postal-mime, with the decoder of Node', async () => {
+    expect(patchBase64Decoder()).toBe('patched');
+    // postal-mime's rules, as a reference: characters outside the alphabet dropped, each run of
+    // "=" ending a unit decoded on its own (a last group of one character carries no byte).
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const reference = (body: Buffer): Buffer => {
+      const out: number[] = [];
+      for (const unit of body.toString('latin1').replace(/[^a-zA-Z0-9+/=]+/g, '').split(/=+/)) {
+        const v = [...unit].map((c) => alphabet.indexOf(c));
+        for (let i = 0; i + 1 < v.length; i += 4) {
+          out.push(((v[i]! << 2) | (v[i + 1]! >> 4)) & 255);
+          if (i + 2 < v.length) out.push(((v[i + 1]! << 4) | (v[i + 2]! >> 2)) & 255);
+          if (i + 3 < v.length) out.push(((v[i + 2]! << 6) | v[i + 3]!) & 255);
+        }
+      }
+      return Buffer.from(out);
+    };
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const junk = [' ', '\t', '*', '-', '_', '.', '\r', '\u00e9', '\u00ff', '=', '==', '===', '\u0000', '!', '\u0080'];
+    for (let round = 0; round < 40; round++) {
+      const data = Buffer.from(Array.from({ length: rnd(3) === 0 ? rnd(40) : 1000 + rnd(200_000) }, () => rnd(256)));
+      let b64 = data.toString('base64');
+      if (round % 2) {
+        // Junk and padding anywhere (half of the rounds are clean, as mail mostly is).
+        const chars = [...b64];
+        for (let k = rnd(30); k > 0; k--) chars.splice(rnd(chars.length + 1), 0, junk[rnd(junk.length)]!);
+        b64 = chars.join('');
+      }
+      const width = [0, 1, 3, 76, 77, 1000, 70_000][round % 7]!;
+      const lines = width ? (b64.match(new RegExp(`[^]{1,${width}}`, 'g')) ?? []) : [b64];
+      const body = Buffer.from(`${lines.join(round % 3 ? '\r\n' : '\n')}\r\n`, 'latin1');
+      const raw = Buffer.concat([
+        Buffer.from('From: a@b.test\r\nContent-Type: multipart/mixed; boundary=zz\r\n\r\n--zz\r\nContent-Type: text/plain\r\n\r\nsee\r\n--zz\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=d.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n'),
+        body,
+        Buffer.from('--zz--\r\n'),
+      ]);
+      const p = await parse(raw, { maxAttachmentBytes: 10 * 1024 * 1024 });
+      const want = reference(body);
+      const got = p.attachments[0]?.content ?? Buffer.alloc(0);
+      expect(got.equals(want), `round ${round}: ${got.length} bytes, expected ${want.length}`).toBe(true);
+      if (round % 2 === 0 && width) expect(got.equals(data), `round ${round}`).toBe(true);
+    }
   });
 
   it('message.json holds everything but the attachment bytes', async () => {
