@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parseMessage, type ParsedEmail } from '../src/inbound/parse.ts';
-import { patchBase64Decoder, patchPassThroughDecoder } from '../src/inbound/parse-mime.ts';
+import { patchBase64Decoder, patchPassThroughDecoder, patchReadLine } from '../src/inbound/parse-mime.ts';
 import { hostileMessages, noise } from './fixtures/hostile.ts';
 import { checkSafeHtml, checkSane, FIXTURES, fixtureFiles } from './inbound-parse-helpers.ts';
 
@@ -319,6 +319,14 @@ describe('inputs, options and address rules', () => {
       expect(got.equals(want), `round ${round}: ${got.length} bytes, expected ${want.length}`).toBe(true);
       if (round % 2 === 0 && width) expect(got.equals(data), `round ${round}`).toBe(true);
     }
+  });
+
+  it('reads lines with indexOf once it agrees with postal-mime on awkward line breaks', async () => {
+    expect(patchReadLine()).toBe('patched');
+    const raw = 'From: a@b.test\nContent-Type: multipart/mixed; boundary=zz\r\n\r\n--zz\r\r\nContent-Type: text/plain\n\none\r\rtwo\r\n\nthree\r\r\n--zz--';
+    const p = await parse(raw);
+    // What the unpatched parser gives too (CRs alone become line breaks downstream).
+    expect(p.body_text).toBe('one\n\ntwo\n\nthree\n');
   });
 
   it('message.json holds everything but the attachment bytes', async () => {
