@@ -130,6 +130,10 @@ describe('hostile corpus', () => {
     return p;
   };
 
+  it('decodes a base64 body of padding runs to nothing, once', () => {
+    expect(r('base64-padding-flood').attachments.map((a) => [a.filename, a.content.length])).toEqual([['pad.bin', 0]]);
+  });
+
   it('caps header counts and sizes, and reads fields past them', () => {
     expect(r('5000-headers').headers).toHaveLength(500);
     expect(r('5000-headers').headers_truncated).toBe(true);

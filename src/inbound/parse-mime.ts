@@ -123,6 +123,10 @@ function appendToUnit(self: Base64Like, part: string): void {
   if (!part) return;
   let text = self.remainder + part;
   let whole = text.length - (text.length % 4);
+  if (whole === 0 && PLAIN_BASE64.test(text)) {
+    self.remainder = text;
+    return;
+  }
   let bytes = Buffer.from(text.slice(0, whole), 'base64');
   const clean = bytes.length === (whole / 4) * 3 && part.indexOf('-') < 0 && part.indexOf('_') < 0 && PLAIN_BASE64.test(text.slice(whole));
   if (!clean) {
@@ -148,7 +152,11 @@ export function patchBase64Decoder(): 'patched' | 'unavailable' {
     if (!shapeKnown) return base64State;
     const finalize = proto.finalize as (this: Base64Like) => Promise<ArrayBuffer>;
     proto.pushChunk = function pushChunk(this: Base64Like, base64: string) {
-      if (base64.length) this.chunks.push(Buffer.from(base64, 'base64'));
+      // One character carries no byte; an empty chunk would still be a part of the final Blob
+      // (a million of them in a hostile "=a=a…" body).
+      if (base64.length < 2) return;
+      const bytes = Buffer.from(base64, 'base64');
+      if (bytes.length) this.chunks.push(bytes);
     };
     proto.update = function update(this: Base64Like, line: Uint8Array) {
       this.lines ??= [];
