@@ -3,6 +3,8 @@ import {
   authenticateMessage, authFailureSignals, normalizeClientIp, senderAuthenticated, systemResolver, type AuthInput, type AuthSummary, type DnsResolver,
 } from '../src/inbound/authenticate.ts';
 import { screenMessage } from '../src/inbound/authenticate-input.ts';
+import { ensureLinebreaksFast, patchMailauthLineBreaks } from '../src/inbound/mailauth-patches.ts';
+import nodemailer from 'nodemailer';
 import { arcSealed, dkimSigned, fakeNameServer, message, rsaKey, tableResolver, txt, type Key, type Zone } from './inbound-authenticate-helpers.ts';
 
 const MTA = 'mx.cubby.test';
@@ -248,6 +250,48 @@ describe('what mailauth is given', () => {
     const plain = await run({ raw: message() });
     const bulky = await run({ raw: message({ body: 'line with a bare LF\n'.repeat(50_000) }) });
     expect(bulky).toEqual(plain);
+  });
+});
+
+describe("mailauth's line-break scan", () => {
+  // mailauth's rule, as a reference: an LF is turned into CRLF unless the last byte before it that
+  // is not an LF (in this chunk or an earlier one) is a CR.
+  function* reference(this: { lastByte?: number }, input: Buffer): Generator<Buffer> {
+    let pos = 0;
+    for (let i = 0; i < input.length; i++) {
+      if (input[i] !== 0x0a) this.lastByte = input[i];
+      else if (this.lastByte !== 0x0d) {
+        yield i === 0 || pos === i ? Buffer.from('\r\n') : Buffer.concat([input.subarray(pos, i), Buffer.from('\r\n')]);
+        pos = i + 1;
+      }
+    }
+    if (pos === 0) yield input;
+    else if (pos < input.length) yield input.subarray(pos);
+  }
+
+  it('is patched, and yields what the rule yields for random chunks of CR, LF and text', () => {
+    expect(patchMailauthLineBreaks()).toBe('patched');
+    let seed = 11;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    for (let round = 0; round < 2_000; round++) {
+      const chunks = Array.from({ length: 1 + rnd(4) }, () => Buffer.from(Array.from({ length: rnd(12) }, () => [0x0a, 0x0d, 0x61][rnd(3)]!)));
+      const a: { lastByte?: number } = {};
+      const b: { lastByte?: number } = {};
+      const want = chunks.map((c) => [...reference.call(a, c)].map((x) => x.toString('latin1')).join('|') + `#${a.lastByte}`);
+      const got = chunks.map((c) => [...ensureLinebreaksFast.call(b, c)].map((x) => x.toString('latin1')).join('|') + `#${b.lastByte}`);
+      expect(got, JSON.stringify(chunks.map((c) => c.toString('latin1')))).toEqual(want);
+    }
+  });
+
+  it('verifies a message with bare line feeds signed by another implementation (nodemailer, as Cubby sends)', async () => {
+    patchMailauthLineBreaks();
+    const raw = message({ body: 'first line\nsecond  line \r\n\nthird\r\r\nlast\n' });
+    const transport = nodemailer.createTransport({ streamTransport: true, buffer: true });
+    const sent = await transport.sendMail({ envelope: { from: 'bounce@example.com', to: ['box-ab12@cubby.test'] }, raw, dkim: { domainName: 'example.com', keySelector: 's1', privateKey: key.privateKey } });
+    const signed = sent.message as Buffer;
+    expect((await run({ raw: signed })).dkim.map((d) => d.result)).toEqual(['pass']);
+    const tampered = Buffer.from(signed.toString('latin1').replace('third', 'THIRD'), 'latin1');
+    expect((await run({ raw: tampered })).dkim.map((d) => d.result)).toEqual(['fail']);
   });
 });
 
