@@ -3,7 +3,7 @@ import {
   authenticateMessage, authFailureSignals, normalizeClientIp, senderAuthenticated, systemResolver, type AuthInput, type AuthSummary, type DnsResolver,
 } from '../src/inbound/authenticate.ts';
 import { screenMessage } from '../src/inbound/authenticate-input.ts';
-import { ensureLinebreaksFast, patchMailauthLineBreaks } from '../src/inbound/mailauth-patches.ts';
+import { ensureLinebreaksFast, headerScanFast, patchMailauthHeaderScan, patchMailauthLineBreaks } from '../src/inbound/mailauth-patches.ts';
 import nodemailer from 'nodemailer';
 import { arcSealed, dkimSigned, fakeNameServer, message, rsaKey, tableResolver, txt, type Key, type Zone } from './inbound-authenticate-helpers.ts';
 
@@ -292,6 +292,71 @@ describe("mailauth's line-break scan", () => {
     expect((await run({ raw: signed })).dkim.map((d) => d.result)).toEqual(['pass']);
     const tampered = Buffer.from(signed.toString('latin1').replace('third', 'THIRD'), 'latin1');
     expect((await run({ raw: tampered })).dkim.map((d) => d.result)).toEqual(['fail']);
+  });
+});
+
+describe("mailauth's header scan", () => {
+  // mailauth's rule, as a reference: the header section ends at an LF whose byte before is an LF,
+  // or a CR with an LF before it, counting the bytes of earlier chunks.
+  type Scanner = { state: string; stateBytes: number[]; headerChunks: Buffer[]; headers: unknown; log: string[] };
+  const parseHeaders = (buf: Buffer) => ({ raw: buf.toString('latin1') });
+  async function reference(this: Scanner, chunk: Buffer): Promise<void> {
+    if (!chunk.length) return;
+    if (this.state === 'header') {
+      for (let i = 0; i < chunk.length; i++) {
+        this.stateBytes.push(chunk[i]!);
+        if (this.stateBytes.length > 4) this.stateBytes = this.stateBytes.slice(-4);
+        const [b2, b1, b0] = [this.stateBytes.at(-3), this.stateBytes.at(-2), this.stateBytes.at(-1)];
+        if (b0 === 0x0a && (b1 === 0x0a || (b1 === 0x0d && b2 === 0x0a))) {
+          this.state = 'body';
+          this.headerChunks.push(chunk.subarray(0, i + 1));
+          this.log.push(JSON.stringify(parseHeaders(Buffer.concat(this.headerChunks))));
+          if (i === chunk.length - 1) return;
+          chunk = chunk.subarray(i + 1);
+          break;
+        }
+      }
+    }
+    if (this.state !== 'body') {
+      this.headerChunks.push(chunk);
+      return;
+    }
+    this.log.push(`body:${chunk.toString('latin1')}`);
+  }
+  const scanner = (): Scanner & { messageHeaders(h: unknown): Promise<void>; nextChunk(c: Buffer): Promise<void> } => {
+    const self = {
+      state: 'header', stateBytes: [] as number[], headerChunks: [] as Buffer[], headers: false as unknown, log: [] as string[],
+      messageHeaders: async (h: unknown) => void self.log.push(JSON.stringify(h)),
+      nextChunk: async (c: Buffer) => void self.log.push(`body:${c.toString('latin1')}`),
+    };
+    return self;
+  };
+
+  it('is patched, and finds the same end, headers, body and state for random chunks', async () => {
+    expect(await patchMailauthHeaderScan()).toBe('patched');
+    const fast = headerScanFast(parseHeaders);
+    let seed = 5;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    for (let round = 0; round < 2_000; round++) {
+      const chunks = Array.from({ length: 1 + rnd(5) }, () => Buffer.from(Array.from({ length: rnd(7) }, () => [0x0a, 0x0d, 0x61, 0x3a][rnd(4)]!)));
+      const a = scanner();
+      const b = scanner();
+      for (const c of chunks) {
+        await reference.call(a, c);
+        await fast.call(b, c);
+        a.log.push(`|${a.state}${a.stateBytes.join(',')}`);
+        b.log.push(`|${b.state}${b.stateBytes.join(',')}`);
+      }
+      expect(b.log, JSON.stringify(chunks.map((c) => c.toString('latin1')))).toEqual(a.log);
+    }
+  });
+
+  it('still reads a signed message whose header section ends across chunks', async () => {
+    await patchMailauthHeaderScan();
+    const filler = 'Received: from relay.example.net by mx.example.com; Mon, 05 Jan 2026 10:00:00 +0000\r\n'.repeat(800);
+    const raw = await dkimSigned(message({ extraHeaders: filler }), [{ domain: 'example.com', selector: 's1', key }]);
+    expect(raw.indexOf('\r\n\r\n')).toBeGreaterThan(64 * 1024); // past the first 64 KiB slice
+    expect((await run({ raw })).dkim.map((d) => d.result)).toEqual(['pass']);
   });
 });
 

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { AuthenticateOptions, AuthenticateResult, DNSResolver } from 'mailauth';
 import { guardResolver, type DnsResolver, type GuardedResolver } from './authenticate-dns.ts';
 import { feed, screenMessage } from './authenticate-input.ts';
-import { patchMailauthLineBreaks } from './mailauth-patches.ts';
+import { patchMailauthHeaderScan, patchMailauthLineBreaks } from './mailauth-patches.ts';
 
 export { systemResolver, type DnsResolver } from './authenticate-dns.ts';
 
@@ -127,6 +127,7 @@ export async function authenticateMessage(input: AuthInput): Promise<AuthSummary
     // for its helpers, needs it only when it analyzes a message itself.
     const { authenticate } = await import('mailauth');
     patchMailauthLineBreaks();
+    await patchMailauthHeaderScan();
     const limits = limitsOf(input.limits);
     const raw = Buffer.isBuffer(input.raw) ? input.raw : Buffer.from(input.raw ?? '');
     const dns = guardResolver(input.resolver, limits.maxLookups);
