@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { patchOnce } from './library-patch.ts';
 
 // mailauth's DKIM parser (lib/dkim/message-parser.js, the base of its verifier and signer) turns
 // each bare LF into CRLF with a loop over every byte of the message: 0.37 ms of a 100 KiB signed
@@ -55,25 +56,16 @@ function yields(breaker: Breaker, chunks: string[]): string {
   return JSON.stringify(out);
 }
 
-let state: 'unpatched' | 'patched' | 'unavailable' = 'unpatched';
-
-export function patchMailauthLineBreaks(): 'patched' | 'unavailable' {
-  if (state !== 'unpatched') return state;
-  state = 'unavailable';
-  try {
-    const require = createRequire(import.meta.url);
-    const { MessageParser } = require('mailauth/lib/dkim/message-parser.js') as { MessageParser?: { prototype: { ensureLinebreaks?: Breaker } } };
-    const proto = MessageParser?.prototype;
-    const original = proto?.ensureLinebreaks;
-    if (!proto || typeof original !== 'function') return state;
-    if (SAMPLES.some((chunks) => yields(original, chunks) !== yields(ensureLinebreaksFast, chunks))) return state;
-    proto.ensureLinebreaks = ensureLinebreaksFast;
-    state = 'patched';
-  } catch {
-    state = 'unavailable';
-  }
-  return state;
-}
+export const patchMailauthLineBreaks = patchOnce(() => {
+  const require = createRequire(import.meta.url);
+  const { MessageParser } = require('mailauth/lib/dkim/message-parser.js') as { MessageParser?: { prototype: { ensureLinebreaks?: Breaker } } };
+  const proto = MessageParser?.prototype;
+  const original = proto?.ensureLinebreaks;
+  if (!proto || typeof original !== 'function') return false;
+  if (SAMPLES.some((chunks) => yields(original, chunks) !== yields(ensureLinebreaksFast, chunks))) return false;
+  proto.ensureLinebreaks = ensureLinebreaksFast;
+  return true;
+});
 
 // The same parser finds the end of the header section by pushing every header byte into an array
 // and copying its last four after each one, for every message, signed or not. The fast scan looks

@@ -1,6 +1,7 @@
 import PostalMime, { type Email } from 'postal-mime';
 import { firstField, type HeaderBlock } from './parse-headers.ts';
 import type { ParseLimits } from './parse-types.ts';
+import { patchOnce } from './library-patch.ts';
 
 // The MIME body is parsed by postal-mime, with three guards around it:
 //
@@ -33,7 +34,6 @@ interface PassThroughLike {
 
 const CHUNK = 64 * 1024;
 const NEWLINE = new Uint8Array([0x0a]);
-let patchState: 'unpatched' | 'patched' | 'unavailable' = 'unpatched';
 
 function flush(self: PassThroughLike) {
   if (!self.pending || self.pending.length === 0) return;
@@ -42,40 +42,33 @@ function flush(self: PassThroughLike) {
   self.pendingLen = 0;
 }
 
-export function patchPassThroughDecoder(): 'patched' | 'unavailable' {
-  if (patchState !== 'unpatched') return patchState;
-  patchState = 'unavailable';
-  try {
-    const probe = new PostalMime() as unknown as { root: { setupContentDecoder(e: string): void; contentDecoder: unknown } };
-    probe.root.setupContentDecoder('8bit');
-    const decoder = probe.root.contentDecoder as PassThroughLike & { constructor: { prototype: Record<string, unknown> } };
-    const proto = decoder?.constructor?.prototype;
-    if (!proto || typeof proto.update !== 'function' || typeof proto.finalize !== 'function' || !Array.isArray(decoder.chunks)) return patchState;
-    proto.update = function update(this: PassThroughLike, line: Uint8Array) {
-      this.pending ??= [];
-      this.pendingLen ??= 0;
-      this.pending.push(line, NEWLINE);
-      this.pendingLen += line.length + 1;
-      if (this.pendingLen >= CHUNK) flush(this);
-    };
-    proto.finalize = async function finalize(this: PassThroughLike): Promise<ArrayBuffer> {
-      flush(this);
-      const total = this.chunks.reduce((n, c) => n + c.length, 0);
-      const out = new Uint8Array(total);
-      let at = 0;
-      for (const c of this.chunks) {
-        out.set(c, at);
-        at += c.length;
-      }
-      this.chunks = [];
-      return out.buffer;
-    };
-    patchState = 'patched';
-  } catch {
-    patchState = 'unavailable';
-  }
-  return patchState;
-}
+export const patchPassThroughDecoder = patchOnce(() => {
+  const probe = new PostalMime() as unknown as { root: { setupContentDecoder(e: string): void; contentDecoder: unknown } };
+  probe.root.setupContentDecoder('8bit');
+  const decoder = probe.root.contentDecoder as PassThroughLike & { constructor: { prototype: Record<string, unknown> } };
+  const proto = decoder?.constructor?.prototype;
+  if (!proto || typeof proto.update !== 'function' || typeof proto.finalize !== 'function' || !Array.isArray(decoder.chunks)) return false;
+  proto.update = function update(this: PassThroughLike, line: Uint8Array) {
+    this.pending ??= [];
+    this.pendingLen ??= 0;
+    this.pending.push(line, NEWLINE);
+    this.pendingLen += line.length + 1;
+    if (this.pendingLen >= CHUNK) flush(this);
+  };
+  proto.finalize = async function finalize(this: PassThroughLike): Promise<ArrayBuffer> {
+    flush(this);
+    const total = this.chunks.reduce((n, c) => n + c.length, 0);
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const c of this.chunks) {
+      out.set(c, at);
+      at += c.length;
+    }
+    this.chunks = [];
+    return out.buffer;
+  };
+  return true;
+});
 
 interface Base64Like {
   remainder: string;
@@ -89,7 +82,6 @@ interface Base64Like {
 
 /** The base64 alphabet and nothing else. */
 const PLAIN_BASE64 = /^[A-Za-z0-9+/]*$/;
-let base64State: 'unpatched' | 'patched' | 'unavailable' = 'unpatched';
 
 /**
  * Decodes the lines gathered so far by the original's rules: characters outside the alphabet are
@@ -138,43 +130,36 @@ function appendToUnit(self: Base64Like, part: string): void {
   self.remainder = text.slice(whole);
 }
 
-export function patchBase64Decoder(): 'patched' | 'unavailable' {
-  if (base64State !== 'unpatched') return base64State;
-  base64State = 'unavailable';
-  try {
-    const probe = new PostalMime() as unknown as { root: { setupContentDecoder(e: string): void; contentDecoder: unknown } };
-    probe.root.setupContentDecoder('base64');
-    const decoder = probe.root.contentDecoder as Base64Like & { constructor: { prototype: Record<string, unknown> } };
-    const proto = decoder?.constructor?.prototype;
-    const shapeKnown =
-      proto && typeof proto.update === 'function' && typeof proto.pushChunk === 'function' && typeof proto.flushRemainder === 'function' &&
-      typeof proto.finalize === 'function' && decoder.remainder === '' && Array.isArray(decoder.chunks) && typeof decoder.maxChunkSize === 'number';
-    if (!shapeKnown) return base64State;
-    const finalize = proto.finalize as (this: Base64Like) => Promise<ArrayBuffer>;
-    proto.pushChunk = function pushChunk(this: Base64Like, base64: string) {
-      // One character carries no byte; an empty chunk would still be a part of the final Blob
-      // (a million of them in a hostile "=a=a…" body).
-      if (base64.length < 2) return;
-      const bytes = Buffer.from(base64, 'base64');
-      if (bytes.length) this.chunks.push(bytes);
-    };
-    proto.update = function update(this: Base64Like, line: Uint8Array) {
-      this.lines ??= [];
-      this.linesLen ??= 0;
-      this.lines.push(line);
-      this.linesLen += line.length;
-      if (this.linesLen >= CHUNK) decodeLines(this);
-    };
-    proto.finalize = function (this: Base64Like) {
-      decodeLines(this);
-      return finalize.call(this);
-    };
-    base64State = 'patched';
-  } catch {
-    base64State = 'unavailable';
-  }
-  return base64State;
-}
+export const patchBase64Decoder = patchOnce(() => {
+  const probe = new PostalMime() as unknown as { root: { setupContentDecoder(e: string): void; contentDecoder: unknown } };
+  probe.root.setupContentDecoder('base64');
+  const decoder = probe.root.contentDecoder as Base64Like & { constructor: { prototype: Record<string, unknown> } };
+  const proto = decoder?.constructor?.prototype;
+  const shapeKnown =
+    proto && typeof proto.update === 'function' && typeof proto.pushChunk === 'function' && typeof proto.flushRemainder === 'function' &&
+    typeof proto.finalize === 'function' && decoder.remainder === '' && Array.isArray(decoder.chunks) && typeof decoder.maxChunkSize === 'number';
+  if (!shapeKnown) return false;
+  const finalize = proto.finalize as (this: Base64Like) => Promise<ArrayBuffer>;
+  proto.pushChunk = function pushChunk(this: Base64Like, base64: string) {
+    // One character carries no byte; an empty chunk would still be a part of the final Blob
+    // (a million of them in a hostile "=a=a…" body).
+    if (base64.length < 2) return;
+    const bytes = Buffer.from(base64, 'base64');
+    if (bytes.length) this.chunks.push(bytes);
+  };
+  proto.update = function update(this: Base64Like, line: Uint8Array) {
+    this.lines ??= [];
+    this.linesLen ??= 0;
+    this.lines.push(line);
+    this.linesLen += line.length;
+    if (this.linesLen >= CHUNK) decodeLines(this);
+  };
+  proto.finalize = function (this: Base64Like) {
+    decodeLines(this);
+    return finalize.call(this);
+  };
+  return true;
+});
 
 interface LineReader {
   buf: ArrayBuffer;
@@ -209,23 +194,14 @@ function linesOf(read: ReadLine, text: string): string {
   return JSON.stringify(out);
 }
 
-let readLineState: 'unpatched' | 'patched' | 'unavailable' = 'unpatched';
-
-export function patchReadLine(): 'patched' | 'unavailable' {
-  if (readLineState !== 'unpatched') return readLineState;
-  readLineState = 'unavailable';
-  try {
-    const proto = PostalMime.prototype as unknown as { readLine?: ReadLine };
-    const original = proto.readLine;
-    if (typeof original !== 'function') return readLineState;
-    if (LINE_SAMPLES.some((t) => linesOf(original, t) !== linesOf(readLineFast, t))) return readLineState;
-    proto.readLine = readLineFast;
-    readLineState = 'patched';
-  } catch {
-    readLineState = 'unavailable';
-  }
-  return readLineState;
-}
+export const patchReadLine = patchOnce(() => {
+  const proto = PostalMime.prototype as unknown as { readLine?: ReadLine };
+  const original = proto.readLine;
+  if (typeof original !== 'function') return false;
+  if (LINE_SAMPLES.some((t) => linesOf(original, t) !== linesOf(readLineFast, t))) return false;
+  proto.readLine = readLineFast;
+  return true;
+});
 
 /** The boundary values declared anywhere in the message (a superset of the real ones is fine). */
 function declaredBoundaries(text: string, head: string): Set<string> {
