@@ -6,8 +6,10 @@
 // the same RCPT), receiving everything in one mailbox.
 // While the script runs, Cubby's /metrics and /proc are sampled every 500 ms, which splits Cubby's
 // part into warm-up, 5 KiB and 100 KiB by its accepted-message count: CPU per message (all threads
-// and the event loop's thread), and the end-of-DATA → 250 latency percentiles from the
-// cubby_smtp_data_end_to_reply_seconds histogram.
+// and the event loop's thread), the end-of-DATA → 250 latency percentiles from the
+// cubby_smtp_data_end_to_reply_seconds histogram, and the resident memory by kind (anonymous,
+// file-backed, shared: /proc/PID/status) with each phase's largest sample. The peers' figure is
+// the harness's own, VmHWM.
 // The harness is found in BENCH_PEERS_DIR or ../shared/bench beside the repository; it is copied
 // to the scratch dir (the shared folder may be read-only; its downloaded tools are kept there).
 import { spawn } from 'node:child_process';
@@ -35,6 +37,19 @@ interface Sample {
   cpuMain: number;
   /** Cumulative bucket counts of cubby_smtp_data_end_to_reply_seconds, by upper bound (s). */
   buckets: [number, number][];
+  /** Resident memory by kind (MiB, /proc/PID/status): anonymous (heaps, buffers), file-backed (code, memory maps of the database), shared (SQLite's WAL index). */
+  rss: { anon: number; file: number; shmem: number };
+}
+
+/** RssAnon, RssFile and RssShmem of a process, in MiB (zeros where /proc is not readable). */
+function rssSplit(pid: number): Sample['rss'] {
+  const kb = (text: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return { anon: kb(status, 'RssAnon') / 1024, file: kb(status, 'RssFile') / 1024, shmem: kb(status, 'RssShmem') / 1024 };
+  } catch {
+    return { anon: 0, file: 0, shmem: 0 };
+  }
 }
 
 async function scrape(base: string, pid: number): Promise<Sample> {
@@ -52,7 +67,7 @@ async function scrape(base: string, pid: number): Promise<Sample> {
       buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
     }
   }
-  return { t: performance.now(), accepted, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets };
+  return { t: performance.now(), accepted, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid) };
 }
 
 /** The p-th percentile (ms) of the observations between two scrapes, interpolated inside its bucket. */
@@ -89,6 +104,8 @@ function phase(samples: Sample[], fromCount: number, toCount: number) {
     cpu_cores_busy: s ? round((b.cpuAll - a.cpuAll) / s, 2) : null,
     msgs_per_commit: b.commits > a.commits ? round(n / (b.commits - a.commits), 2) : null,
     data_end_to_250_ms: { p50: percentileMs(a, b, 50), p95: percentileMs(a, b, 95), p99: percentileMs(a, b, 99) },
+    // The largest resident memory sampled in this phase (anonymous + file-backed + shared, MiB).
+    rss_mb_max: round(Math.max(...samples.filter((x) => x.t >= a.t && x.t <= b.t).map((x) => x.rss.anon + x.rss.file + x.rss.shmem)), 0),
   };
 }
 
@@ -175,6 +192,8 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
         '5k': { msgs_per_s: cubby['5k']!.msgs_per_s, ok: cubby['5k']!.ok, ...phase(samples, warmup, warmup + msgs5k) },
         '100k': { msgs_per_s: cubby['100k']!.msgs_per_s, ok: cubby['100k']!.ok, ...phase(samples, warmup + msgs5k, expected) },
         rss_mb_max: cubby.server_max_rss_mb,
+        // The largest of each kind seen in the 500 ms samples (their peaks need not coincide).
+        rss_mb_max_by_kind: Object.fromEntries((['anon', 'file', 'shmem'] as const).map((k) => [k, round(Math.max(...samples.map((s) => s.rss[k])), 0)])),
         durability: { accepted: samples.at(-1)!.accepted, message_count: stored, ok: stored === expected && samples.at(-1)!.accepted === expected },
       },
       peers: Object.fromEntries(
