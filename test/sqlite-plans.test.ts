@@ -5,7 +5,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
-import { conversationLookup } from '../src/inbound/conversations.ts';
+import { conversationLookup, conversationLookups } from '../src/inbound/conversations.ts';
 import { collectGarbageBlobs, purgeDeletedMailboxes } from '../src/files/purge.service.ts';
 import type { BlobStore } from '../src/blobs/blob-store.ts';
 
@@ -46,6 +46,19 @@ describe('statement plans without statistics [sqlite]', () => {
       expect(onlyKeyLookups(steps), steps.join(' | ')).toBe(true);
     }
     expect(conversationLookup(database.db, 'mbx_x', null, [])).toBeNull();
+  });
+
+  it("a group commit's lookups in one statement keep each lookup's plan", async () => {
+    const keys = [
+      { mailboxId: 'mbx_x', threadKey: '<a@example.com>', refs: ['<a@example.com>', '<b@example.com>'] },
+      { mailboxId: 'mbx_y', threadKey: null, refs: ['<c@example.com>'] },
+      { mailboxId: 'mbx_x', threadKey: '<d@example.com>', refs: [] },
+    ];
+    const [combined, ...more] = conversationLookups(database.db, keys);
+    expect(more).toEqual([]);
+    const steps = await plan(combined!);
+    expect(onlyKeyLookups(steps), steps.join(' | ')).toBe(true);
+    expect(steps.filter((d) => /\bemails\b/.test(d))).toHaveLength(5);
   });
 
   it('tells the ordered scan apart (the check above can fail)', async () => {

@@ -25,7 +25,7 @@ import type { Dialect } from '../db/database.ts';
 import { insertBlobRows } from '../blobs/blob-rows.ts';
 import { receivedUsageUpsert } from './usage.ts';
 import { emailDirectory } from './layout.ts';
-import { ConversationIndex } from './conversations.ts';
+import { ConversationIndex, type ConversationKeys } from './conversations.ts';
 import { searchIndex, type PreparedText } from '../search/search-index.ts';
 import { emailDocsFor } from '../search/documents.ts';
 import { queueExtraction } from '../search/queue-extraction.ts';
@@ -113,6 +113,10 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     const webhooks = await new WriteBatch(deps.dialect).add(blobs.at(-1)).add(webhookTargets(trx, deliveries.map((d) => d.mailboxId)), { returning: true }).run<WebhookTarget>(trx);
     const mailboxes = await lockMailboxes(deps, trx, [...new Set(deliveries.map((d) => d.mailboxId))]);
     const conversations = new ConversationIndex(trx);
+    // Postgres: one round trip for the group's conversation lookups instead of one per message. On
+    // SQLite there is no round trip to save, and each lookup alone is a statement prepared once,
+    // where the group's combined text differs from group to group.
+    if (deps.dialect === 'postgres') await conversations.lookUpAll(deliveries.map(conversationKeysOf));
     const batch: Batch = { files: [], versions: [], emails: [], mailboxVersions: [], events: [] };
     const usage = new Map<string, { count: number; bytes: number }>();
 
@@ -274,6 +278,12 @@ async function lockMailboxes(deps: AppDeps, trx: Kysely<DB>, ids: string[]): Pro
   return out;
 }
 
+/** What a delivery's conversation is looked up by: its thread root (src/inbound/conversations.ts) and the Message-IDs it refers to. */
+function conversationKeysOf(d: InboundDelivery): ConversationKeys {
+  const p = d.parsed;
+  return { mailboxId: d.mailboxId, threadKey: p.conversation_hint ?? p.message_id, refs: [...new Set([...p.references, ...p.in_reply_to])] };
+}
+
 /** Builds one delivery's rows, checking the plan's file and storage limits as file writes do. */
 async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, conversations: ConversationIndex): Promise<void> {
   const { limits, group } = m;
@@ -340,14 +350,14 @@ async function addDelivery(batch: Batch, d: InboundDelivery, m: MailboxState, co
   m.last = { at: now, path: dir };
 
   const p = d.parsed;
-  const threadKey = p.conversation_hint ?? p.message_id;
-  const conversationId = (await conversations.find(m.id, threadKey, [...new Set([...p.references, ...p.in_reply_to])])) ?? d.emailId;
+  const keys = conversationKeysOf(d);
+  const conversationId = (await conversations.find(keys.mailboxId, keys.threadKey, keys.refs)) ?? d.emailId;
   const attachments = kept.map((a) => {
     const i = newFiles.findIndex((f) => f.path === `${dir}/attachments/${a.filename}`);
     return { id: ids[i]!.file, filename: a.filename, content_type: a.content_type, size_bytes: a.size_bytes, version_id: ids[i]!.version, origin: a.disposition, content_id: a.content_id };
   });
   const row: EmailsTable = {
-    id: d.emailId, mailbox_id: m.id, account_id: m.accountId, seq: m.seq, direction: 'received', conversation_id: conversationId, thread_key: threadKey,
+    id: d.emailId, mailbox_id: m.id, account_id: m.accountId, seq: m.seq, direction: 'received', conversation_id: conversationId, thread_key: keys.threadKey,
     subject: p.subject, subject_search: p.subject?.toLowerCase() ?? null,
     from_addresses: JSON.stringify(p.from_addresses), sender_address: p.from_addresses[0]?.address.toLowerCase() ?? null,
     to_addresses: JSON.stringify(p.to_addresses), cc_addresses: JSON.stringify(p.cc_addresses), reply_to_addresses: JSON.stringify(p.reply_to_addresses),
