@@ -2,7 +2,7 @@ import { afterEach, expect, it } from 'vitest';
 import pg from 'pg';
 import { describeEachDatabase, type TestApp } from './harness.ts';
 import { PermanentJobError, RetryJobAt, Worker } from '../src/jobs/worker.ts';
-import { claimJobs, enqueue, JOBS_CHANNEL } from '../src/jobs/queue.ts';
+import { claimJobs, enqueue, enqueueEach, JOBS_CHANNEL } from '../src/jobs/queue.ts';
 
 // The queue against the app's real database; the workers here are extra ones with their own tasks.
 /** A coalesced job of a task of its own, queued: the task, its unique key and the job's id. */
@@ -294,6 +294,42 @@ describeEachDatabase('durable jobs', (app) => {
     } finally {
       await listener.end();
     }
+  });
+
+  it('enqueueEach adds one job per item in one insert, leaves out items whose key is taken, and the worker runs them all', async () => {
+    const a = app();
+    const d = a.started.deps;
+    const task = `t.each.${Math.random()}`;
+    expect(await enqueue(d.db, d.dialect, task, { n: 0 }, new Date(), { uniqueKey: `${task}:0` })).toBeTruthy();
+    const items = [0, 1, 2, 3].map((n) => ({ payload: { n }, opts: { uniqueKey: `${task}:${n}`, maxAttempts: 3 } }));
+    expect(await d.db.transaction().execute((t) => enqueueEach(t, d.dialect, task, items, new Date()))).toBe(3);
+    expect(await enqueueEach(d.db, d.dialect, task, [], new Date())).toBe(0);
+    const rows = await d.db.selectFrom('jobs').select(['payload', 'max_attempts', 'status']).where('task', '=', task).orderBy('payload').execute();
+    expect(rows.map((r) => JSON.parse(r.payload).n)).toEqual([0, 1, 2, 3]);
+    expect(rows.map((r) => r.max_attempts)).toEqual([10, 3, 3, 3]);
+    // Not for coalesced keys, whose share lock is per job; nothing is added.
+    await expect(enqueueEach(d.db, d.dialect, task, [{ payload: {}, opts: { uniqueKey: `coalesce:${task}` } }], new Date())).rejects.toThrow(/coalesced/);
+    const seen: number[] = [];
+    const w = worker(a);
+    const ranAll = new Promise<void>((resolve) => w.register(task, { handler: async (p) => void (seen.push((p as { n: number }).n) === 4 && resolve()) }));
+    await w.start();
+    await ranAll;
+    expect(seen.sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('on Postgres enqueueEach wakes an idle worker at commit', async (ctx) => {
+    const a = app();
+    if (a.kind !== 'postgres') return ctx.skip();
+    const d = a.started.deps;
+    const w = new Worker({ db: d.db, dialect: d.dialect, now: () => new Date(), log: { error: () => undefined }, pollMs: 600_000, listen: { url: process.env.CUBBY_TEST_POSTGRES_URL! } });
+    workers.push(w);
+    const task = `t.each-notify.${Math.random()}`;
+    const seen: number[] = [];
+    const ranAll = new Promise<void>((resolve) => w.register(task, { handler: async (p) => void (seen.push((p as { n: number }).n) === 3 && resolve()) }));
+    await w.start();
+    await d.db.transaction().execute((trx) => enqueueEach(trx, d.dialect, task, [1, 2, 3].map((n) => ({ payload: { n } })), new Date()));
+    await ranAll; // with a ten-minute poll, only the notification can have started them
+    expect(seen.sort()).toEqual([1, 2, 3]);
   });
 
   it('on Postgres a NOTIFY at commit wakes an idle worker on another connection at once', async (ctx) => {

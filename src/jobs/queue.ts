@@ -30,9 +30,36 @@ export const COALESCE_PREFIX = 'coalesce:';
 const INSERT_JOB = compiledInsert('jobs', (qb) => qb.onConflict((oc: any) => oc.column('unique_key').doNothing()));
 
 export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, payload: unknown, now: Date, opts: EnqueueOptions = {}): Promise<string | null> {
-  const id = newId('job');
-  const row: JobsTable = {
-    id,
+  const row = jobRow(task, payload, now, opts);
+  const id = row.id;
+  if (opts.uniqueKey?.startsWith(COALESCE_PREFIX)) return enqueueCoalesced(db, dialect, row);
+  const inserted = await INSERT_JOB(db, [row]);
+  // Zero: the unique key is taken (a count the driver did not give counts as inserted, as before).
+  if (inserted === 0n) return null;
+  if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
+  return id;
+}
+
+/**
+ * Adds one job of `task` per item, in one insert and, on Postgres, one wake-up: for changes that
+ * queue a job per thing they store (text extraction of a group commit's attachments, of an upload
+ * batch's documents), which made one insert and one NOTIFY each, two round trips per document
+ * inside the transaction. Items whose unique key is taken are left out, as `enqueue` leaves them.
+ * Not for coalesced keys (their share lock is per job). Resolves to the jobs added.
+ */
+export async function enqueueEach(db: Kysely<DB>, dialect: Dialect, task: string, items: { payload: unknown; opts?: EnqueueOptions }[], now: Date): Promise<number> {
+  if (items.some((it) => it.opts?.uniqueKey?.startsWith(COALESCE_PREFIX))) throw new Error('enqueueEach: coalesced keys go through enqueue');
+  if (!items.length) return 0;
+  const inserted = await INSERT_JOB(db, items.map((it) => jobRow(task, it.payload, now, it.opts)));
+  // A count the driver did not give counts as all inserted, as in enqueue.
+  const added = inserted === undefined ? items.length : Number(inserted);
+  if (added > 0 && dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
+  return added;
+}
+
+function jobRow(task: string, payload: unknown, now: Date, opts: EnqueueOptions = {}): JobsTable {
+  return {
+    id: newId('job'),
     task,
     payload: JSON.stringify(payload ?? null),
     status: 'queued',
@@ -47,12 +74,6 @@ export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, pa
     updated_at: iso(now),
     finished_at: null,
   };
-  if (opts.uniqueKey?.startsWith(COALESCE_PREFIX)) return enqueueCoalesced(db, dialect, row);
-  const inserted = await INSERT_JOB(db, [row]);
-  // Zero: the unique key is taken (a count the driver did not give counts as inserted, as before).
-  if (inserted === 0n) return null;
-  if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
-  return id;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
-import { enqueue } from '../jobs/queue.ts';
+import { enqueueEach } from '../jobs/queue.ts';
 import { extractKind } from './extract/extract.ts';
 
 export const EXTRACT_TASK = 'search.extract';
@@ -25,5 +25,6 @@ export async function queueExtraction(db: Kysely<DB>, dialect: Dialect, now: Dat
   if (!wanted.size) return;
   const known = await sql<{ sha256: string }>`select sha256 from blob_texts where sha256 in (${sql.join([...wanted.keys()])})`.execute(db);
   for (const k of known.rows) wanted.delete(k.sha256);
-  for (const it of wanted.values()) await enqueue(db, dialect, EXTRACT_TASK, it, now, { uniqueKey: `${EXTRACT_TASK}:${it.sha256}`, maxAttempts: 3 });
+  // One insert for all of them (src/jobs/queue.ts enqueueEach), not one insert and wake-up each.
+  await enqueueEach(db, dialect, EXTRACT_TASK, [...wanted.values()].map((it) => ({ payload: it, opts: { uniqueKey: `${EXTRACT_TASK}:${it.sha256}`, maxAttempts: 3 } })), now);
 }
