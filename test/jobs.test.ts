@@ -20,11 +20,20 @@ describeEachDatabase('durable jobs', (app) => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));
   });
 
-  function worker(a: TestApp, opts: { now?: () => Date } = {}) {
+  /** An extra worker; `notifiedOnly` (Postgres): it polls every ten minutes, so only a NOTIFY starts its jobs at once. */
+  function worker(a: TestApp, opts: { now?: () => Date; notifiedOnly?: boolean } = {}) {
     const d = a.started.deps;
-    const w = new Worker({ db: d.db, dialect: d.dialect, now: opts.now ?? (() => new Date()), log: { error: () => undefined }, pollMs: 20 });
+    const polling = opts.notifiedOnly ? { pollMs: 600_000, listen: { url: process.env.CUBBY_TEST_POSTGRES_URL! } } : { pollMs: 20 };
+    const w = new Worker({ db: d.db, dialect: d.dialect, now: opts.now ?? (() => new Date()), log: { error: () => undefined }, ...polling });
     workers.push(w);
     return w;
+  }
+
+  /** Registers `task` on `w`: the payloads' `n` as the jobs run, and a promise of the `count`th run. */
+  function collectRuns(w: Worker, task: string, count: number) {
+    const seen: number[] = [];
+    const ranAll = new Promise<void>((resolve) => w.register(task, { handler: async (p) => void (seen.push((p as { n: number }).n) === count && resolve()) }));
+    return { seen, ranAll };
   }
 
   async function jobRow(a: TestApp, id: string) {
@@ -309,9 +318,8 @@ describeEachDatabase('durable jobs', (app) => {
     expect(rows.map((r) => r.max_attempts)).toEqual([10, 3, 3, 3]);
     // Not for coalesced keys, whose share lock is per job; nothing is added.
     await expect(enqueueEach(d.db, d.dialect, task, [{ payload: {}, opts: { uniqueKey: `coalesce:${task}` } }], new Date())).rejects.toThrow(/coalesced/);
-    const seen: number[] = [];
     const w = worker(a);
-    const ranAll = new Promise<void>((resolve) => w.register(task, { handler: async (p) => void (seen.push((p as { n: number }).n) === 4 && resolve()) }));
+    const { seen, ranAll } = collectRuns(w, task, 4);
     await w.start();
     await ranAll;
     expect(seen.sort()).toEqual([0, 1, 2, 3]);
@@ -321,11 +329,9 @@ describeEachDatabase('durable jobs', (app) => {
     const a = app();
     if (a.kind !== 'postgres') return ctx.skip();
     const d = a.started.deps;
-    const w = new Worker({ db: d.db, dialect: d.dialect, now: () => new Date(), log: { error: () => undefined }, pollMs: 600_000, listen: { url: process.env.CUBBY_TEST_POSTGRES_URL! } });
-    workers.push(w);
+    const w = worker(a, { notifiedOnly: true });
     const task = `t.each-notify.${Math.random()}`;
-    const seen: number[] = [];
-    const ranAll = new Promise<void>((resolve) => w.register(task, { handler: async (p) => void (seen.push((p as { n: number }).n) === 3 && resolve()) }));
+    const { seen, ranAll } = collectRuns(w, task, 3);
     await w.start();
     await d.db.transaction().execute((trx) => enqueueEach(trx, d.dialect, task, [1, 2, 3].map((n) => ({ payload: { n } })), new Date()));
     await ranAll; // with a ten-minute poll, only the notification can have started them
@@ -336,8 +342,7 @@ describeEachDatabase('durable jobs', (app) => {
     const a = app();
     if (a.kind !== 'postgres') return ctx.skip();
     const d = a.started.deps;
-    const w = new Worker({ db: d.db, dialect: d.dialect, now: () => new Date(), log: { error: () => undefined }, pollMs: 600_000, listen: { url: process.env.CUBBY_TEST_POSTGRES_URL! } });
-    workers.push(w);
+    const w = worker(a, { notifiedOnly: true });
     const task = `t.notify.${Math.random()}`;
     const ran = new Promise<void>((resolve) => w.register(task, { handler: async () => resolve() }));
     await w.start();

@@ -31,13 +31,9 @@ const INSERT_JOB = compiledInsert('jobs', (qb) => qb.onConflict((oc: any) => oc.
 
 export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, payload: unknown, now: Date, opts: EnqueueOptions = {}): Promise<string | null> {
   const row = jobRow(task, payload, now, opts);
-  const id = row.id;
   if (opts.uniqueKey?.startsWith(COALESCE_PREFIX)) return enqueueCoalesced(db, dialect, row);
-  const inserted = await INSERT_JOB(db, [row]);
-  // Zero: the unique key is taken (a count the driver did not give counts as inserted, as before).
-  if (inserted === 0n) return null;
-  if (dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
-  return id;
+  // Zero: the unique key is taken.
+  return (await insertJobs(db, dialect, task, [row])) === 0 ? null : row.id;
 }
 
 /**
@@ -50,9 +46,17 @@ export async function enqueue(db: Kysely<DB>, dialect: Dialect, task: string, pa
 export async function enqueueEach(db: Kysely<DB>, dialect: Dialect, task: string, items: { payload: unknown; opts?: EnqueueOptions }[], now: Date): Promise<number> {
   if (items.some((it) => it.opts?.uniqueKey?.startsWith(COALESCE_PREFIX))) throw new Error('enqueueEach: coalesced keys go through enqueue');
   if (!items.length) return 0;
-  const inserted = await INSERT_JOB(db, items.map((it) => jobRow(task, it.payload, now, it.opts)));
-  // A count the driver did not give counts as all inserted, as in enqueue.
-  const added = inserted === undefined ? items.length : Number(inserted);
+  return insertJobs(db, dialect, task, items.map((it) => jobRow(task, it.payload, now, it.opts)));
+}
+
+/**
+ * Inserts the rows (those whose unique key is taken are left out) and, on Postgres, wakes the
+ * workers once if any was added (delivered at commit). Resolves to the rows added; a count the
+ * driver did not give counts as all of them.
+ */
+async function insertJobs(db: Kysely<DB>, dialect: Dialect, task: string, rows: JobsTable[]): Promise<number> {
+  const inserted = await INSERT_JOB(db, rows);
+  const added = inserted === undefined ? rows.length : Number(inserted);
   if (added > 0 && dialect === 'postgres') await sql`select pg_notify(${JOBS_CHANNEL}, ${task})`.execute(db);
   return added;
 }
