@@ -9,7 +9,7 @@ import { EXTRACT_TASK, queueExtraction } from '../src/search/queue-extraction.ts
 describeEachDatabase('queueing text extraction', (app) => {
   it('queues one job per new extractable content of a change, skipping known, repeated and unextractable contents', async () => {
     const { db, dialect } = app().started.deps;
-    const sha = (c: string) => `${c.repeat(64)}`.slice(0, 64);
+    const sha = (c: string) => c.repeat(64).slice(0, 64);
     const tag = Math.random().toString(16).slice(2, 10);
     const [a, b, known, zip] = ['a', 'b', 'c', 'd'].map((c) => sha(`${tag}${c}`));
     // blob_texts is one table on both databases, with their own search columns (not in the shared schema types).
