@@ -26,6 +26,8 @@ export function benchDatabase(name: string): BenchDatabase {
     kind: 'postgres',
     env: { CUBBY_DATABASE_URL: url, CUBBY_DATABASE_SCHEMA: schema, ...extra },
     async drop() {
+      // KEEP_SCHEMA=1 leaves it for a look afterwards (as KEEP_RUN_DIR leaves the run's folder).
+      if (process.env.KEEP_SCHEMA) return console.error(`kept schema ${schema}`);
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

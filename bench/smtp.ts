@@ -16,7 +16,8 @@
 // only), HOLD=1 (boot Cubby, make the mailboxes, print how to point smtp-peers.sh at it, wait for
 // Ctrl-C), KEEP_RUN_DIR=1, BENCH_SCRATCH, SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_DATABASE_URL (postgres://…: Cubby on Postgres in a
-// fresh schema, dropped at the end) and SERVE_ENV (bench/database.ts), as in the harness mode.
+// fresh schema, dropped at the end; KEEP_SCHEMA=1 keeps it and prints its name) and SERVE_ENV
+// (bench/database.ts), as in the harness mode.
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';

@@ -83,4 +83,48 @@ describe.skipIf(!process.env.CUBBY_TEST_POSTGRES_URL)('file search rows on Postg
     expect(r.kept).toEqual(r.implied);
     expect(r.kept.map((x) => [x.file_id, x.sha256])).toEqual([['fsd_a', 'sha-a2']]);
   });
+
+  type Db = typeof app.started.deps.db;
+  /**
+   * Rows of file_search_docs that `work` inserts and updates. The counts read are the session's
+   * not yet reported to the statistics (earlier transactions' included), so a difference taken
+   * within one transaction, where nothing is reported.
+   */
+  async function writesBy(work: (trx: Db) => Promise<void>) {
+    const counts = async (trx: Db) =>
+      (await sql<{ ins: number; upd: number }>`select n_tup_ins::int as ins, n_tup_upd::int as upd from pg_stat_xact_user_tables where relid = 'file_search_docs'::regclass`.execute(trx)).rows[0]!;
+    return app.started.deps.db.transaction().execute(async (trx) => {
+      const before = await counts(trx);
+      await work(trx);
+      const after = await counts(trx);
+      return { ins: after.ins - before.ins, upd: after.upd - before.upd };
+    });
+  }
+
+  it('write each row once: a file and its version in one statement, or one after the other, and an update that changes nothing', async () => {
+    // As the group commit writes received mail: both triggers fire at the statement's end, on the same row.
+    const together = await writesBy(async (trx) => {
+      await new WriteBatch('postgres')
+        .add(trx.insertInto('files').values([file('fsd_d', 'fsv_d1'), file('fsd_e', 'fsv_e1')]).compile())
+        .add(trx.insertInto('file_versions').values([version('fsv_d1', 'fsd_d', 'sha-d1'), version('fsv_e1', 'fsd_e', 'sha-e1')]).compile())
+        .run(trx);
+    });
+    expect(together).toEqual({ ins: 2, upd: 0 });
+    // As file writes do: the file, then its version.
+    const apart = await writesBy(async (trx) => {
+      await trx.insertInto('files').values(file('fsd_f', 'fsv_f1')).execute();
+      await trx.insertInto('file_versions').values(version('fsv_f1', 'fsd_f', 'sha-f1')).execute();
+      // The trigger's columns set to what they are: nothing to rewrite.
+      await trx.updateTable('files').set({ current_version_id: 'fsv_f1', mailbox_id: mailboxId }).where('id', '=', 'fsd_f').execute();
+    });
+    expect(apart).toEqual({ ins: 1, upd: 0 });
+    // A real change is still written.
+    const moved = await writesBy(async (trx) => {
+      await trx.updateTable('files').set({ mailbox_id: otherMailboxId }).where('id', '=', 'fsd_f').execute();
+    });
+    expect(moved).toEqual({ ins: 0, upd: 1 });
+    const r = await rows(['fsd_d', 'fsd_e', 'fsd_f']);
+    expect(r.kept).toEqual(r.implied);
+    expect(r.kept.map((x) => [x.file_id, x.mailbox_id, x.sha256])).toEqual([['fsd_d', mailboxId, 'sha-d1'], ['fsd_e', mailboxId, 'sha-e1'], ['fsd_f', otherMailboxId, 'sha-f1']]);
+  });
 });
