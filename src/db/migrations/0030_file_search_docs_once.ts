@@ -51,7 +51,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     end $$`).execute(db);
 }
 
-// The functions as migration 0027 left them.
+// The functions as migrations 0026 (the version's) and 0027 (the file's) left them.
 export async function down(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
   await sql.raw(`create or replace function file_search_docs_file() returns trigger language plpgsql as $$
