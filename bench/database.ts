@@ -27,7 +27,10 @@ export function benchDatabase(name: string): BenchDatabase {
     env: { CUBBY_DATABASE_URL: url, CUBBY_DATABASE_SCHEMA: schema, ...extra },
     async drop() {
       // KEEP_SCHEMA=1 leaves it for a look afterwards (as KEEP_RUN_DIR leaves the run's folder).
-      if (process.env.KEEP_SCHEMA) return console.error(`kept schema ${schema}`);
+      if (process.env.KEEP_SCHEMA) {
+        console.error(`kept schema ${schema}`);
+        return;
+      }
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

@@ -37,20 +37,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       end if;
       return null;
     end $$`).execute(db);
-  await sql.raw(`create function file_search_docs_version() returns trigger language plpgsql as $$
-    begin
-      if tg_op = 'DELETE' then
-        delete from file_search_docs where file_id = old.file_id
-          and not exists (select 1 from files f where f.id = old.file_id and f.current_version_id is distinct from old.id);
-        return null;
-      end if;
-      if new.sha256 is not null then
-        insert into file_search_docs (file_id, mailbox_id, sha256)
-          select f.id, f.mailbox_id, new.sha256 from files f where f.id = new.file_id and f.current_version_id = new.id and f.deleted_at is null
-          on conflict (file_id) do update set mailbox_id = excluded.mailbox_id, sha256 = excluded.sha256;
-      end if;
-      return null;
-    end $$`).execute(db);
+  await sql.raw(fileSearchDocsVersionFunction()).execute(db);
   await sql`create trigger file_search_docs_file_insert after insert on files for each row execute function file_search_docs_file()`.execute(db);
   await sql`create trigger file_search_docs_file_update after update of current_version_id, deleted_at, mailbox_id on files for each row execute function file_search_docs_file()`.execute(db);
   await sql`create trigger file_search_docs_file_delete after delete on files for each row execute function file_search_docs_file()`.execute(db);
@@ -70,4 +57,27 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop function if exists file_search_docs_file()`.execute(db);
   await sql`drop function if exists file_search_docs_version()`.execute(db);
   await sql`drop table if exists file_search_docs`.execute(db);
+}
+
+/**
+ * The version trigger's function. `upsertWhere` limits the upsert's update (migration 0030 passes
+ * one so that a row already as it should be is not rewritten); migration 0030's `down` builds this
+ * migration's function again from here.
+ */
+export function fileSearchDocsVersionFunction(upsertWhere = ''): string {
+  return `create or replace function file_search_docs_version() returns trigger language plpgsql as $$
+    begin
+      if tg_op = 'DELETE' then
+        delete from file_search_docs where file_id = old.file_id
+          and not exists (select 1 from files f where f.id = old.file_id and f.current_version_id is distinct from old.id);
+        return null;
+      end if;
+      if new.sha256 is not null then
+        insert into file_search_docs (file_id, mailbox_id, sha256)
+          select f.id, f.mailbox_id, new.sha256 from files f where f.id = new.file_id and f.current_version_id = new.id and f.deleted_at is null
+          on conflict (file_id) do update set mailbox_id = excluded.mailbox_id, sha256 = excluded.sha256${upsertWhere ? `
+          where ${upsertWhere}` : ''};
+      end if;
+      return null;
+    end $$`;
 }

@@ -1,4 +1,6 @@
 import { sql, SqliteAdapter, type Kysely } from 'kysely';
+import { fileSearchDocsVersionFunction } from './0026_file_search_docs_postgres.ts';
+import * as fileSearchDocsUpsert from './0027_file_search_docs_upsert.ts';
 
 // Postgres: a file's `file_search_docs` row written once, not twice. A file and its current version
 // written in one statement (received mail's group commit, src/db/write-batch.ts) fire both
@@ -9,6 +11,10 @@ import { sql, SqliteAdapter, type Kysely } from 'kysely';
 //
 // The file trigger's `found` no longer tells whether the file is searchable (an upsert that changes
 // nothing finds nothing), so it reads the current version's content first.
+
+/** The upserts' condition: a row already holding this mailbox and content is left as it is. */
+const ROW_DIFFERS = '(file_search_docs.mailbox_id, file_search_docs.sha256) is distinct from (excluded.mailbox_id, excluded.sha256)';
+
 export async function up(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
   await sql.raw(`create or replace function file_search_docs_file() returns trigger language plpgsql as $$
@@ -24,7 +30,7 @@ export async function up(db: Kysely<any>): Promise<void> {
         if content is not null then
           insert into file_search_docs (file_id, mailbox_id, sha256) values (new.id, new.mailbox_id, content)
             on conflict (file_id) do update set mailbox_id = excluded.mailbox_id, sha256 = excluded.sha256
-            where (file_search_docs.mailbox_id, file_search_docs.sha256) is distinct from (excluded.mailbox_id, excluded.sha256);
+            where ${ROW_DIFFERS};
           return null;
         end if;
       end if;
@@ -34,57 +40,12 @@ export async function up(db: Kysely<any>): Promise<void> {
       end if;
       return null;
     end $$`).execute(db);
-  await sql.raw(`create or replace function file_search_docs_version() returns trigger language plpgsql as $$
-    begin
-      if tg_op = 'DELETE' then
-        delete from file_search_docs where file_id = old.file_id
-          and not exists (select 1 from files f where f.id = old.file_id and f.current_version_id is distinct from old.id);
-        return null;
-      end if;
-      if new.sha256 is not null then
-        insert into file_search_docs (file_id, mailbox_id, sha256)
-          select f.id, f.mailbox_id, new.sha256 from files f where f.id = new.file_id and f.current_version_id = new.id and f.deleted_at is null
-          on conflict (file_id) do update set mailbox_id = excluded.mailbox_id, sha256 = excluded.sha256
-          where (file_search_docs.mailbox_id, file_search_docs.sha256) is distinct from (excluded.mailbox_id, excluded.sha256);
-      end if;
-      return null;
-    end $$`).execute(db);
+  await sql.raw(fileSearchDocsVersionFunction(ROW_DIFFERS)).execute(db);
 }
 
-// The functions as migrations 0026 (the version's) and 0027 (the file's) left them.
+// The functions as migrations 0027 (the file's) and 0026 (the version's) left them.
 export async function down(db: Kysely<any>): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) return;
-  await sql.raw(`create or replace function file_search_docs_file() returns trigger language plpgsql as $$
-    begin
-      if tg_op = 'DELETE' then
-        delete from file_search_docs where file_id = old.id;
-        return null;
-      end if;
-      if new.deleted_at is null and new.current_version_id is not null then
-        insert into file_search_docs (file_id, mailbox_id, sha256)
-          select new.id, new.mailbox_id, v.sha256 from file_versions v where v.id = new.current_version_id and v.sha256 is not null
-          on conflict (file_id) do update set mailbox_id = excluded.mailbox_id, sha256 = excluded.sha256;
-        if found then
-          return null;
-        end if;
-      end if;
-      if tg_op = 'UPDATE' then
-        delete from file_search_docs where file_id = new.id;
-      end if;
-      return null;
-    end $$`).execute(db);
-  await sql.raw(`create or replace function file_search_docs_version() returns trigger language plpgsql as $$
-    begin
-      if tg_op = 'DELETE' then
-        delete from file_search_docs where file_id = old.file_id
-          and not exists (select 1 from files f where f.id = old.file_id and f.current_version_id is distinct from old.id);
-        return null;
-      end if;
-      if new.sha256 is not null then
-        insert into file_search_docs (file_id, mailbox_id, sha256)
-          select f.id, f.mailbox_id, new.sha256 from files f where f.id = new.file_id and f.current_version_id = new.id and f.deleted_at is null
-          on conflict (file_id) do update set mailbox_id = excluded.mailbox_id, sha256 = excluded.sha256;
-      end if;
-      return null;
-    end $$`).execute(db);
+  await fileSearchDocsUpsert.up(db);
+  await sql.raw(fileSearchDocsVersionFunction()).execute(db);
 }
