@@ -56,6 +56,33 @@ describeEachDatabase('SMTP greeting without a pause (default)', (app) => {
       await closeSmtpServer(server, 1000);
     }
   });
+  it('gives each session its own id and the address the client connected to, on a listener bound to one address and on a wildcard one', async () => {
+    const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    for (const host of ['127.0.0.1', '0.0.0.0']) {
+      const server = createSmtpServer(app().started.deps, { hostname: 'greeting.test', resolver: async () => [], log: quiet });
+      const sessions: { id: string; localAddress: string; localPort: number; remoteAddress: string }[] = [];
+      const onConnect = server.onConnect.bind(server);
+      server.onConnect = (session, cb) => {
+        sessions.push({ id: session.id, localAddress: session.localAddress, localPort: session.localPort, remoteAddress: session.remoteAddress });
+        onConnect(session, cb);
+      };
+      await new Promise<void>((resolve) => server.listen(0, host, () => resolve()));
+      try {
+        const port = (server.server.address() as net.AddressInfo).port;
+        for (let i = 0; i < 3; i++) expect(await converse(port, { until: /^220 [^\r\n]*\r\n/ })).toMatch(/^220 /);
+        expect(sessions).toHaveLength(3);
+        for (const s of sessions) {
+          expect(s.id).toMatch(/^[0-9a-v]{16}$/);
+          expect(s.localAddress).toBe('127.0.0.1');
+          expect(s.remoteAddress).toBe('127.0.0.1');
+          expect(s.localPort).toBe(port);
+        }
+        expect(new Set(sessions.map((s) => s.id)).size).toBe(3);
+      } finally {
+        await closeSmtpServer(server, 1000);
+      }
+    }
+  });
 });
 
 describeEachDatabase(

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { DB } from './schema.ts';
@@ -107,7 +106,6 @@ export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions
  */
 class WalSync {
   private handle: fsp.FileHandle | null = null;
-  private inode = 0;
   private running: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
 
@@ -132,14 +130,12 @@ class WalSync {
   }
 
   private async run(): Promise<void> {
-    // The -wal file lives as long as a connection is open; if it was ever replaced, sync the new one.
-    const inode = fs.statSync(this.path).ino;
-    if (!this.handle || inode !== this.inode) {
-      await this.handle?.close().catch(() => undefined);
-      this.handle = null;
-      this.handle = await fsp.open(this.path, 'r');
-      this.inode = inode;
-    }
+    // Opened once: SQLite keeps the -wal file (the same inode) for as long as any connection to the
+    // database is open, and the app's connection, whose commits this syncs, is open until close().
+    // Another connection closing leaves it; a checkpoint that starts the WAL over writes the same
+    // file. (A stat of the path before each sync, to catch a replaced file, cost one system call
+    // per group commit on the event loop.)
+    this.handle ??= await fsp.open(this.path, 'r');
     await this.handle.datasync();
   }
 }
