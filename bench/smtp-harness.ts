@@ -10,6 +10,9 @@
 // cubby_smtp_data_end_to_reply_seconds histogram, and the resident memory by kind (anonymous,
 // file-backed, shared: /proc/PID/status) with each phase's largest sample. The peers' figure is
 // the harness's own, VmHWM.
+// PROBE=1 adds a 21st client during Cubby's 5 KiB phase (from 10 % to 90 % of it) that times each
+// step of its sessions (bench/smtp-probe.ts), sending to a second mailbox; its messages are left out
+// of Cubby's counts, and the JSON gets `cubby.5k.session_steps_ms`.
 // The harness is found in BENCH_PEERS_DIR or ../shared/bench beside the repository; it is copied
 // to the scratch dir (the shared folder may be read-only; its downloaded tools are kept there).
 import { spawn } from 'node:child_process';
@@ -19,6 +22,8 @@ import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { BENCH_DIR, client, cpuSplit, gitCommit, log, makeRunDir, round, SCRATCH } from './lib.ts';
 import { benchDatabase } from './database.ts';
+import { makeMessages } from './smtp-messages.ts';
+import { SessionProbe } from './smtp-probe.ts';
 
 const DOMAIN = 'bench.test';
 
@@ -52,7 +57,8 @@ function rssSplit(pid: number): Sample['rss'] {
   }
 }
 
-async function scrape(base: string, pid: number): Promise<Sample> {
+/** `leaveOut`: messages accepted for someone other than the harness (the session probe's). */
+async function scrape(base: string, pid: number, leaveOut = 0): Promise<Sample> {
   const res = await fetch(`${base}/metrics`);
   const text = await res.text();
   const cpu = cpuSplit(pid);
@@ -67,7 +73,7 @@ async function scrape(base: string, pid: number): Promise<Sample> {
       buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
     }
   }
-  return { t: performance.now(), accepted, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid) };
+  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid) };
 }
 
 /** The p-th percentile (ms) of the observations between two scrapes, interpolated inside its bucket. */
@@ -109,6 +115,13 @@ function phase(samples: Sample[], fromCount: number, toCount: number) {
   };
 }
 
+/** The session probe (PROBE=1): a mailbox of its own and a 5 KiB message like the harness's. */
+async function sessionProbe(api: ReturnType<typeof client>, smtpPort: number): Promise<SessionProbe> {
+  const box = (await api('POST', '/v1/mailboxes', { mailbox: { title: 'probe', email: { username: 'probe' } } })).data.mailbox;
+  const [message] = makeMessages({ count: 1, firstIndex: 0, recipients: [box.email.address], attachmentRatio: 0, from: 'probe@source.test' });
+  return new SessionProbe(smtpPort, box.email.address, message!.data);
+}
+
 /** A private copy of the harness in the scratch dir, kept between runs for its downloaded tools. */
 function harnessCopy(source: string): string {
   const copy = path.join(SCRATCH, 'peer-harness');
@@ -141,6 +154,8 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
     const box = (await api('POST', '/v1/mailboxes', { mailbox: { title: 'bench', email: { username: 'mailbox' } } })).data.mailbox;
     log(`cubby serve pid ${server.pid}, SMTP 127.0.0.1:${server.smtpPort}, receiving at ${box.email.address}`);
 
+    // The probe's mailbox is its own, so that the harness's mailbox still counts the harness's messages.
+    const probe = process.env.PROBE === '1' ? await sessionProbe(api, server.smtpPort) : null;
     const copy = harnessCopy(harness);
     const scratch = path.join(runDir, 'peers');
     fs.mkdirSync(scratch);
@@ -150,10 +165,15 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        samples.push(await scrape(base, pid));
+        // Read before the scrape: a probe message counted by the server but not yet answered is at most one.
+        const sample = await scrape(base, pid, probe?.accepted ?? 0);
+        samples.push(sample);
+        if (probe && sample.accepted >= warmup + msgs5k * 0.1) probe.start();
+        if (probe && sample.accepted >= warmup + msgs5k * 0.9) await probe.stop();
         await new Promise((r) => setTimeout(r, 500));
       }
-      samples.push(await scrape(base, pid));
+      await probe?.stop();
+      samples.push(await scrape(base, pid, probe?.accepted ?? 0));
     })();
     const child = spawn('bash', [path.join(copy, 'smtp-peers.sh')], {
       env: { ...process.env, EXTRA_SMTP: `127.0.0.1:${server.smtpPort}`, EXTRA_NAME: 'cubby', EXTRA_PID: String(pid), RCPT: box.email.address, BENCH_SCRATCH: scratch, MSGS_5K: String(msgs5k), MSGS_100K: String(msgs100k), WARMUP: String(warmup) },
@@ -189,7 +209,7 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
       cpus: os.cpus().length,
       loadavg_at_end: os.loadavg().map((n) => round(n, 2)),
       cubby: {
-        '5k': { msgs_per_s: cubby['5k']!.msgs_per_s, ok: cubby['5k']!.ok, ...phase(samples, warmup, warmup + msgs5k) },
+        '5k': { msgs_per_s: cubby['5k']!.msgs_per_s, ok: cubby['5k']!.ok, ...phase(samples, warmup, warmup + msgs5k), ...(probe ? { session_steps_ms: probe.summary() } : {}) },
         '100k': { msgs_per_s: cubby['100k']!.msgs_per_s, ok: cubby['100k']!.ok, ...phase(samples, warmup + msgs5k, expected) },
         rss_mb_max: cubby.server_max_rss_mb,
         // The largest of each kind seen in the 500 ms samples (their peaks need not coincide).
