@@ -79,6 +79,8 @@ export class SessionProbe {
       };
       const socket = net.connect(this.port, '127.0.0.1');
       socket.setNoDelay(true);
+      // A server that stops answering ends the probe (its error is in the summary) instead of the bench.
+      socket.setTimeout(60_000, () => socket.destroy(new Error('no reply in 60 s')));
       const order: Step[] = ['greeting', 'ehlo', 'mail', 'rcpt', 'data', 'end_of_data', 'quit'];
       const next: Partial<Record<Step, () => void>> = {
         greeting: () => socket.write('EHLO probe.test\r\n'),
