@@ -25,7 +25,7 @@ interface Reply {
 }
 
 /** One SMTP connection: replies are matched in order to the commands sent. */
-class Connection {
+export class Connection {
   private buf = '';
   private lines: string[] = [];
   private waiting: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
@@ -45,9 +45,14 @@ class Connection {
     socket.on('close', () => fail(new Error('connection closed')));
   }
 
+  /** A connection being opened; its greeting is its first reply. */
+  static connect(host: string, port: number): Connection {
+    return new Connection(net.connect({ host, port }));
+  }
+
   static async open(host: string, port: number, helo: string): Promise<Connection> {
-    const socket = net.connect({ host, port });
-    const conn = new Connection(socket);
+    const conn = Connection.connect(host, port);
+    const socket = conn.socket;
     const greeting = await conn.reply();
     if (greeting.code !== 220) throw new Error(`greeting: ${greeting.code} ${greeting.text}`);
     socket.write(`EHLO ${helo}\r\n`);

@@ -4,20 +4,17 @@
 // → 250, QUIT → 221 and the server's close. It answers where a session's time goes under load: with
 // 20 sessions and one message per connection, messages/s is 20 ÷ the session's length, and every
 // step but the connect waits for the server's event loop.
-import net from 'node:net';
+import { once } from 'node:events';
 import { round } from './lib.ts';
+import { Connection, percentile } from './smtp-client.ts';
 
-export const PROBE_STEPS = ['connect', 'greeting', 'ehlo', 'mail', 'rcpt', 'data', 'end_of_data', 'quit', 'close'] as const;
-type Step = (typeof PROBE_STEPS)[number];
-
-/** What each reply must start with; anything else stops the probe (it measures, it does not retry). */
-const EXPECTED: Partial<Record<Step, string>> = { greeting: '220', ehlo: '250', mail: '250', rcpt: '250', data: '354', end_of_data: '250', quit: '221' };
+const STEPS = ['connect', 'greeting', 'ehlo', 'mail', 'rcpt', 'data', 'end_of_data', 'quit', 'close'] as const;
+type Step = (typeof STEPS)[number];
 
 export class SessionProbe {
   /** Messages the server answered 250 at the end of DATA (the harness subtracts them from its counts). */
   accepted = 0;
-  private readonly times = new Map<Step, number[]>(PROBE_STEPS.map((s) => [s, []]));
-  private readonly totals: number[] = [];
+  private readonly times = new Map<Step | 'session', number[]>([...STEPS, 'session' as const].map((s) => [s, []]));
   private running = false;
   /** Once stopped it stays stopped: the harness calls start() at every sample past its 10 % mark. */
   private stopped = false;
@@ -39,6 +36,7 @@ export class SessionProbe {
         try {
           await this.session();
         } catch (err) {
+          // It measures, it does not retry: the first failure ends the probe and is reported.
           this.error = String((err as Error).message ?? err).slice(0, 200);
           this.running = false;
         }
@@ -52,77 +50,51 @@ export class SessionProbe {
     await this.loop;
   }
 
-  /** Per step, in ms: p50, p90 and mean over the sessions that finished. */
+  /** Per step and for the whole session, in ms: p50, p90 and mean over the sessions that finished. */
   summary() {
     const stats = (xs: number[]) => {
-      const s = [...xs].sort((a, b) => a - b);
-      const at = (p: number) => (s.length ? round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!, 2) : null);
-      return { p50: at(50), p90: at(90), mean: s.length ? round(s.reduce((a, b) => a + b, 0) / s.length, 2) : null };
+      const at = (p: number) => (xs.length ? round(percentile(xs, p)!, 2) : null);
+      return { p50: at(50), p90: at(90), mean: xs.length ? round(xs.reduce((a, b) => a + b, 0) / xs.length, 2) : null };
     };
-    return {
-      sessions: this.totals.length,
-      error: this.error,
-      session: stats(this.totals),
-      ...Object.fromEntries(PROBE_STEPS.map((step) => [step, stats(this.times.get(step)!)])),
-    };
+    return { sessions: this.times.get('session')!.length, error: this.error, ...Object.fromEntries([...this.times].map(([step, xs]) => [step, stats(xs)])) };
   }
 
-  private session(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const started = performance.now();
-      let last = started;
-      const steps: [Step, number][] = [];
-      const mark = (step: Step) => {
-        const now = performance.now();
-        steps.push([step, now - last]);
-        last = now;
+  private async session(): Promise<void> {
+    const started = performance.now();
+    let last = started;
+    const steps: [Step, number][] = [];
+    const mark = (step: Step) => {
+      const now = performance.now();
+      steps.push([step, now - last]);
+      last = now;
+    };
+    const conn = Connection.connect('127.0.0.1', this.port);
+    const { socket } = conn;
+    // A server that stops answering ends the probe (its error is in the summary) instead of the bench.
+    socket.setTimeout(60_000, () => socket.destroy(new Error('no reply in 60 s')));
+    try {
+      await once(socket, 'connect');
+      mark('connect');
+      const exchange = async (step: Step, code: number, command?: string | Buffer) => {
+        if (command !== undefined) socket.write(command);
+        const reply = await conn.reply();
+        if (reply.code !== code) throw new Error(`${step}: ${reply.code} ${reply.text.slice(0, 120)}`);
+        mark(step);
       };
-      const socket = net.connect(this.port, '127.0.0.1');
-      socket.setNoDelay(true);
-      // A server that stops answering ends the probe (its error is in the summary) instead of the bench.
-      socket.setTimeout(60_000, () => socket.destroy(new Error('no reply in 60 s')));
-      const order: Step[] = ['greeting', 'ehlo', 'mail', 'rcpt', 'data', 'end_of_data', 'quit'];
-      const next: Partial<Record<Step, () => void>> = {
-        greeting: () => socket.write('EHLO probe.test\r\n'),
-        ehlo: () => socket.write('MAIL FROM:<probe@source.test>\r\n'),
-        mail: () => socket.write(`RCPT TO:<${this.rcpt}>\r\n`),
-        rcpt: () => socket.write('DATA\r\n'),
-        data: () => socket.write(Buffer.concat([this.message, Buffer.from('.\r\n')])),
-        end_of_data: () => {
-          this.accepted++;
-          socket.write('QUIT\r\n');
-        },
-      };
-      let pending = '';
-      let index = 0;
-      const fail = (why: string) => {
-        socket.destroy();
-        reject(new Error(why));
-      };
-      socket.once('connect', () => mark('connect'));
-      socket.on('data', (chunk: Buffer) => {
-        pending += chunk.toString('latin1');
-        // A reply is complete at a line whose code is followed by a space (RFC 5321 §4.2.1).
-        while (index < order.length) {
-          const end = pending.indexOf('\r\n');
-          if (end < 0) return;
-          const line = pending.slice(0, end);
-          pending = pending.slice(end + 2);
-          if (line[3] === '-') continue;
-          const step = order[index++]!;
-          if (!line.startsWith(EXPECTED[step]!)) return fail(`${step}: ${line.slice(0, 120)}`);
-          mark(step);
-          next[step]?.();
-        }
-      });
-      socket.once('error', (err) => reject(err));
-      socket.once('close', () => {
-        if (index < order.length) return reject(new Error(`closed after ${order[index - 1] ?? 'connect'}`));
-        mark('close');
-        for (const [step, ms] of steps) this.times.get(step)!.push(ms);
-        this.totals.push(performance.now() - started);
-        resolve();
-      });
-    });
+      await exchange('greeting', 220);
+      await exchange('ehlo', 250, 'EHLO probe.test\r\n');
+      await exchange('mail', 250, 'MAIL FROM:<probe@source.test>\r\n');
+      await exchange('rcpt', 250, `RCPT TO:<${this.rcpt}>\r\n`);
+      await exchange('data', 354, 'DATA\r\n');
+      await exchange('end_of_data', 250, Buffer.concat([this.message, Buffer.from('.\r\n')]));
+      this.accepted++;
+      await exchange('quit', 221, 'QUIT\r\n');
+      if (!socket.closed) await once(socket, 'close');
+      mark('close');
+    } finally {
+      socket.destroy();
+    }
+    for (const [step, ms] of steps) this.times.get(step)!.push(ms);
+    this.times.get('session')!.push(performance.now() - started);
   }
 }
