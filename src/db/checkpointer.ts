@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { WriteGate } from './write-gate.ts';
 
 /**
  * WAL checkpoints on a thread of their own. SQLite checkpoints automatically at the commit that
@@ -19,9 +20,13 @@ import { Worker } from 'node:worker_threads';
  * during the PASSIVE one (little), waits for the write in progress to finish, and holds new writes
  * back until it is done (writers wait in SQLite's busy handler, a few milliseconds); the next write
  * starts the WAL from the beginning (the file keeps its size and is written over). It gives up
- * after RESTART_WAIT_MS (a long read still using the WAL) and tries again on a later pass.
+ * after RESTART_WAIT_MS (a long read still using the WAL) and tries again on a later pass. While it
+ * runs, its `gate` (src/db/write-gate.ts) is closed: the event loop's writes wait for it to open
+ * without stopping the event loop, instead of sleeping in SQLite's busy handler.
  */
 export interface Checkpointer {
+  /** Closed while a RESTART checkpoint holds the write lock. */
+  readonly gate: WriteGate;
   close(): Promise<void>;
 }
 
@@ -29,6 +34,7 @@ const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
 const Database = require(workerData.driver);
+const gate = new Int32Array(workerData.gate);
 const db = new Database(workerData.file);
 db.pragma('busy_timeout = 1000');
 db.pragma('synchronous = FULL');
@@ -49,10 +55,16 @@ const timer = setInterval(() => {
     if (pass.log * pageSize > workerData.restartAboveBytes && pass.busy === 0 && pass.checkpointed === pass.log) {
       // Writers wait while this is pending: wait for readers only briefly.
       db.pragma('busy_timeout = ' + workerData.restartWaitMs);
+      // Closed before the RESTART asks for the write lock, so the event loop's next write waits
+      // for the gate rather than for the lock.
+      Atomics.store(gate, 0, 1);
+      Atomics.notify(gate, 0); // for whoever awaits the closing (tests)
       try {
         const [r] = db.pragma('wal_checkpoint(RESTART)');
         parentPort.postMessage({ restarted: r.busy === 0 });
       } finally {
+        Atomics.store(gate, 0, 0);
+        Atomics.notify(gate, 0);
         db.pragma('busy_timeout = 1000');
       }
     }
@@ -71,6 +83,8 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** Tests: a smaller WAL bound. */
   restartAboveBytes?: number;
+  /** Tests: how long a RESTART waits for the WAL's readers (writers wait as long). */
+  restartWaitMs?: number;
   onError?: (message: string) => void;
   /** Each RESTART checkpoint: whether the WAL was started over (false: a reader kept it). */
   onRestart?: (restarted: boolean) => void;
@@ -79,9 +93,10 @@ export interface CheckpointerOptions {
 
 /** Starts the checkpoint thread for `file`; the caller has turned automatic checkpoints off. */
 export function startCheckpointer(file: string, opts: CheckpointerOptions): Checkpointer {
+  const gate = new WriteGate();
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { file, driver: opts.driver, intervalMs: opts.intervalMs ?? 1000, restartAboveBytes: opts.restartAboveBytes ?? RESTART_ABOVE_BYTES, restartWaitMs: RESTART_WAIT_MS },
+    workerData: { file, gate: gate.buffer, driver: opts.driver, intervalMs: opts.intervalMs ?? 1000, restartAboveBytes: opts.restartAboveBytes ?? RESTART_ABOVE_BYTES, restartWaitMs: opts.restartWaitMs ?? RESTART_WAIT_MS },
   });
   worker.unref();
   worker.on('message', (m: { error?: string; restarted?: boolean }) => {
@@ -91,8 +106,15 @@ export function startCheckpointer(file: string, opts: CheckpointerOptions): Chec
   worker.on('error', (err) => opts.onError?.(err.message));
   let closing = false;
   // A thread that died unasked leaves the WAL growing: the caller turns automatic checkpoints back on.
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => (closing || opts.onLost(), resolve())));
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      gate.open(); // a thread stopped inside a RESTART must not leave writers waiting
+      if (!closing) opts.onLost();
+      resolve();
+    }),
+  );
   return {
+    gate,
     async close() {
       closing = true;
       worker.ref(); // keeps the process alive until the thread has closed its connection

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { DB } from './schema.ts';
 import { withStatementCache } from './sqlite-statements.ts';
 import { ImmediateSqliteDialect } from './sqlite-dialect.ts';
+import type { WriteGate } from './write-gate.ts';
 import { HotStatements, usePreparedStatements } from './pg-prepared.ts';
 import { createRequire } from 'node:module';
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.ts';
@@ -47,6 +48,8 @@ export interface Database {
   poolStats?(): { total: number; idle: number; waiting: number };
   /** Transactions whose commit and durability are awaited apart (src/db/durable-commit.ts). */
   readonly commits: DurableCommits;
+  /** SQLite: closed while the checkpoint thread starts the WAL over (src/db/write-gate.ts). */
+  readonly writeGate?: WriteGate;
   close(): Promise<void>;
 }
 
@@ -87,7 +90,7 @@ export interface OpenOptions extends DurableOptions {
   /** SQLite: where the checkpoint thread's failures are reported (a full disk, say: the WAL then grows). */
   log?: Pick<Logger, 'error'>;
   /** Tests (SQLite): a checkpoint thread that runs more often and starts the WAL over sooner. */
-  checkpoints?: Pick<CheckpointerOptions, 'intervalMs' | 'restartAboveBytes' | 'onRestart'>;
+  checkpoints?: Pick<CheckpointerOptions, 'intervalMs' | 'restartAboveBytes' | 'restartWaitMs' | 'onRestart'>;
 }
 
 export async function openDatabase(url: string, schema?: string, opts: OpenOptions = {}): Promise<Database> {
@@ -183,12 +186,14 @@ function openSqlite(file: string, opts: OpenOptions): Database {
     },
   });
   if (checkpointer) database.pragma('wal_autocheckpoint = 0');
-  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database) }) });
-  const commits = sqliteCommits(db, file, opts);
+  const writeGate = checkpointer?.gate;
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database), writeGate, inTransaction: () => database.inTransaction }) });
+  const commits = sqliteCommits(db, file, opts, writeGate);
   return {
     db,
     dialect: 'sqlite',
     commits,
+    writeGate,
     close: async () => {
       await commits.close();
       await checkpointer?.close();

@@ -1,6 +1,7 @@
 import fsp from 'node:fs/promises';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { DB } from './schema.ts';
+import type { WriteGate } from './write-gate.ts';
 
 /**
  * A transaction whose commit and whose durability are awaited separately: `commit` runs the work
@@ -67,11 +68,16 @@ export function postgresCommits(db: Kysely<DB>, opts: DurableOptions = {}): Dura
   };
 }
 
-export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions = {}): DurableCommits {
+/**
+ * `gate`: while the checkpoint thread holds the write lock, these wait for it before they take the
+ * connection, so reads (an SMTP session's recipient look-up) go on meanwhile.
+ */
+export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions = {}, gate?: WriteGate): DurableCommits {
   const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`);
   return {
     async commit(work) {
       if (!wal) return { value: await db.transaction().execute(work), durable: opts.beforeDurable ? opts.beforeDurable() : done };
+      await gate?.whenOpen();
       // One connection held throughout, so no other transaction commits while NORMAL is set.
       const value = await db.connection().execute(async (conn) => {
         await conn.executeQuery(SYNC_NORMAL);
@@ -86,6 +92,7 @@ export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions
     },
     async relaxed(work) {
       if (!wal) return work(db);
+      await gate?.whenOpen();
       return db.connection().execute(async (conn) => {
         await conn.executeQuery(SYNC_NORMAL);
         try {

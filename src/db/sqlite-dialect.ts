@@ -1,4 +1,5 @@
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import type { WriteGate } from './write-gate.ts';
 
 // Kysely begins SQLite transactions with a plain (deferred) BEGIN: the transaction takes the write
 // lock at its first write. Most of ours read first. Between that read and the write, the checkpoint
@@ -11,17 +12,65 @@ import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, ty
 // transactions run one at a time anyway, so nothing else waits longer.
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 
+export interface GatedSqliteDialectConfig extends SqliteDialectConfig {
+  /**
+   * Closed while the checkpoint thread holds the write lock (src/db/write-gate.ts): a transaction,
+   * or a write outside one, waits for it to open before it asks SQLite for the lock.
+   */
+  writeGate?: WriteGate;
+  /** Whether the connection is inside a transaction (which holds the write lock already). */
+  inTransaction: () => boolean;
+}
+
 class ImmediateSqliteDriver extends SqliteDriver {
+  #gated: GatedConnection | undefined;
+
+  constructor(private readonly gateConfig: GatedSqliteDialectConfig) {
+    super(gateConfig);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    const gate = this.gateConfig.writeGate;
+    if (!gate) return connection;
+    this.#gated ??= new GatedConnection(connection, gate, this.gateConfig.inTransaction);
+    return this.#gated;
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await this.gateConfig.writeGate?.whenOpen();
     await connection.executeQuery(BEGIN_IMMEDIATE);
   }
 }
 
-/** SqliteDialect whose transactions begin with BEGIN IMMEDIATE. */
-export class ImmediateSqliteDialect extends SqliteDialect {
-  readonly #config: SqliteDialectConfig;
+/** The one connection, whose writes outside a transaction wait while the write gate is closed. */
+class GatedConnection implements DatabaseConnection {
+  constructor(
+    private readonly connection: DatabaseConnection,
+    private readonly gate: WriteGate,
+    private readonly inTransaction: () => boolean,
+  ) {}
 
-  constructor(config: SqliteDialectConfig) {
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (!this.gate.closed || this.inTransaction() || isRead(query)) return this.connection.executeQuery(query);
+    return this.gate.whenOpen().then(() => this.connection.executeQuery(query));
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.connection.streamQuery(query, chunkSize); // selects only (Kysely's SQLite driver)
+  }
+}
+
+/** Statements that take no write lock; anything else counts as a write (waiting costs it little). */
+function isRead(query: CompiledQuery): boolean {
+  return query.query.kind === 'SelectQueryNode' || /^\s*(select|pragma|explain)\b/i.test(query.sql);
+}
+
+/** SqliteDialect whose transactions begin with BEGIN IMMEDIATE, and whose writes mind the write gate. */
+export class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: GatedSqliteDialectConfig;
+
+  constructor(config: GatedSqliteDialectConfig) {
     super(config);
     this.#config = config;
   }
