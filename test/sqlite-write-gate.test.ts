@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
 import { openDatabase, sql } from '../src/db/database.ts';
@@ -29,11 +31,13 @@ async function closing(gate: WriteGate): Promise<void> {
 it('writes wait for a RESTART checkpoint without stopping the event loop; reads go on; nothing is lost', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-gate-'));
   const file = path.join(dir, 'cubby.db');
-  const restarts: boolean[] = [];
-  // The first pass comes a second after the start, long after the rows and the reader below. The
-  // RESTART waits up to 30 s for the reader: the test ends the reader well before.
+  let restarted!: (r: boolean) => void;
+  const firstRestart = new Promise<boolean>((resolve) => (restarted = resolve));
+  // The first pass comes two seconds after the start, long after the rows and the reader below
+  // (one transaction: one sync). The RESTART waits up to 30 s for the reader: the test ends the
+  // reader well before.
   const database = await openDatabase(`sqlite:${file}`, undefined, {
-    checkpoints: { intervalMs: 1000, restartAboveBytes: 64 * 1024, restartWaitMs: 30_000, onRestart: (r) => void restarts.push(r) },
+    checkpoints: { intervalMs: 2000, restartAboveBytes: 64 * 1024, restartWaitMs: 30_000, onRestart: (r) => restarted(r) },
   });
   cleanups.push(async () => {
     await database.close();
@@ -42,7 +46,9 @@ it('writes wait for a RESTART checkpoint without stopping the event loop; reads 
   const gate = database.writeGate!;
   expect(gate.closed).toBe(false);
   await sql`create table t (id integer primary key, body text not null)`.execute(database.db);
-  for (let i = 0; i < 100; i++) await sql`insert into t (body) values (${'x'.repeat(1000)})`.execute(database.db);
+  await database.db.transaction().execute(async (trx) => {
+    for (let i = 0; i < 100; i++) await sql`insert into t (body) values (${'x'.repeat(1000)})`.execute(trx);
+  });
 
   // A reader of its own whose snapshot uses the WAL's frames: the RESTART copies them, then waits
   // for it with the write lock held.
@@ -62,6 +68,8 @@ it('writes wait for a RESTART checkpoint without stopping the event loop; reads 
   expect(during.rows[0]!.n).toBe(100);
   const request = track('request', database.db.transaction().execute((trx) => sql`insert into t (body) values ('request')`.execute(trx)));
   const single = track('single', sql`insert into t (body) values ('single')`.execute(database.db));
+  // Those two wait holding the one connection: a read queued now answers once they are through.
+  const after = track('read after', sql<{ n: number }>`select count(*) as n from t`.execute(database.db));
   // The event loop goes on turning while they wait: a write in the busy handler would have held it
   // (and settled before these turns came).
   for (let i = 0; i < 20; i++) await tick();
@@ -70,8 +78,17 @@ it('writes wait for a RESTART checkpoint without stopping the event loop; reads 
 
   reader.exec('commit'); // the RESTART finishes, the gate opens, the writes go through
   await Promise.all([grouped, request, single]);
+  expect((await after).rows[0]!.n).toBeGreaterThanOrEqual(100);
   expect(gate.closed).toBe(false);
-  expect(restarts).toEqual([true]);
+  expect(await firstRestart).toBe(true);
   const bodies = await sql<{ body: string }>`select body from t where id > 100 order by id`.execute(database.db);
   expect(bodies.rows.map((r) => r.body).sort()).toEqual(['grouped', 'request', 'single']);
+});
+
+it('a wait at the gate keeps the process alive until the gate opens', async () => {
+  // Atomics.waitAsync alone does not keep Node running, and the checkpoint thread is unref'd: a
+  // command whose last work was a waiting write exited without making it.
+  const probe = path.join(path.dirname(new URL(import.meta.url).pathname), 'write-gate-probe.ts');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', probe]);
+  expect(stdout.trim()).toBe('opened');
 });

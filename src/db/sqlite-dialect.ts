@@ -15,7 +15,9 @@ const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 export interface GatedSqliteDialectConfig extends SqliteDialectConfig {
   /**
    * Closed while the checkpoint thread holds the write lock (src/db/write-gate.ts): a transaction,
-   * or a write outside one, waits for it to open before it asks SQLite for the lock.
+   * or a write outside one, waits for it to open before it asks SQLite for the lock. It waits
+   * holding the connection (Kysely hands it out before the first statement), so queries queued
+   * behind it wait too; the group commit waits before it takes the connection (durable-commit.ts).
    */
   writeGate?: WriteGate;
   /** Whether the connection is inside a transaction (which holds the write lock already). */

@@ -5,7 +5,9 @@
  * A write begun meanwhile on the event loop waited in SQLite's busy handler, which sleeps the
  * calling thread (1, 2, 5, 10, … ms): every SMTP session and HTTP request stopped with it, and the
  * longest such stall measured 38 ms. Writers that see the gate closed wait for it asynchronously
- * instead, and the event loop goes on meanwhile (reads do not need the write lock: they go on too).
+ * instead, and the event loop goes on meanwhile. The group commit of mail and uploads waits before
+ * it takes the connection, so reads (recipient look-ups) go on too; other writes wait holding the
+ * one connection, and the queries queued behind them wait with them (the event loop still goes on).
  *
  * Nothing depends on the gate for correctness: a write that checked it just before it closed, or
  * another process's write, waits in SQLite's busy handler as before.
@@ -39,9 +41,16 @@ export class WriteGate {
 
   private async waitOpen(): Promise<void> {
     const until = performance.now() + MAX_WAIT_MS;
-    for (let left = MAX_WAIT_MS; this.closed && left > 0; left = until - performance.now()) {
-      const wait = Atomics.waitAsync(this.state, 0, CLOSED, left);
-      if (wait.async) await wait.value;
+    // A pending Atomics.waitAsync does not keep Node's event loop alive (nor does the checkpoint
+    // thread, unref'd): a command whose last work is a waiting write would exit without it.
+    const keepAlive = setTimeout(() => undefined, MAX_WAIT_MS);
+    try {
+      for (let left = MAX_WAIT_MS; this.closed && left > 0; left = until - performance.now()) {
+        const wait = Atomics.waitAsync(this.state, 0, CLOSED, left);
+        if (wait.async) await wait.value;
+      }
+    } finally {
+      clearTimeout(keepAlive);
     }
   }
 }
