@@ -13,7 +13,7 @@ import type { WriteGate } from '../src/db/write-gate.ts';
 // While the checkpoint thread starts the WAL over (a RESTART checkpoint, src/db/checkpointer.ts) it
 // holds SQLite's write lock. A write begun meanwhile used to wait in SQLite's busy handler, which
 // sleeps the event loop: every SMTP session and request stopped until the RESTART ended (up to
-// 38 ms under load). Writes now wait for the write gate (src/db/write-gate.ts) asynchronously.
+// 38 ms under load). Queries now wait for the write gate (src/db/write-gate.ts) asynchronously.
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -28,7 +28,7 @@ async function closing(gate: WriteGate): Promise<void> {
   }
 }
 
-it('writes wait for a RESTART checkpoint without stopping the event loop; reads go on; nothing is lost', async () => {
+it('queries wait for a RESTART checkpoint without stopping the event loop, and nothing is lost', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cubby-gate-'));
   const file = path.join(dir, 'cubby.db');
   let restarted!: (r: boolean) => void;
@@ -58,27 +58,24 @@ it('writes wait for a RESTART checkpoint without stopping the event loop; reads 
   expect(reader.prepare('select count(*) as n from t').get()).toEqual({ n: 100 });
   await closing(gate);
 
-  // The group commit's way (received mail, uploads), an API request's transaction, and a write
-  // outside any transaction: all three wait.
+  // The group commit's way (received mail, uploads), an API request's transaction, a write outside
+  // any transaction and a read: all wait for the gate, which the driver minds where it hands out
+  // its one connection.
   const settled = new Set<string>();
   const track = <T>(name: string, p: Promise<T>) => p.finally(() => settled.add(name));
   const grouped = track('grouped', commitDurably(database.commits, (trx) => sql`insert into t (body) values ('grouped')`.execute(trx)));
-  // A read answers meanwhile: it needs no write lock (an SMTP session's recipient look-up).
-  const during = await sql<{ n: number }>`select count(*) as n from t`.execute(database.db);
-  expect(during.rows[0]!.n).toBe(100);
   const request = track('request', database.db.transaction().execute((trx) => sql`insert into t (body) values ('request')`.execute(trx)));
   const single = track('single', sql`insert into t (body) values ('single')`.execute(database.db));
-  // Those two wait holding the one connection: a read queued now answers once they are through.
-  const after = track('read after', sql<{ n: number }>`select count(*) as n from t`.execute(database.db));
+  const read = track('read', sql<{ n: number }>`select count(*) as n from t`.execute(database.db));
   // The event loop goes on turning while they wait: a write in the busy handler would have held it
   // (and settled before these turns came).
   for (let i = 0; i < 20; i++) await tick();
   expect(gate.closed).toBe(true);
   expect([...settled]).toEqual([]);
 
-  reader.exec('commit'); // the RESTART finishes, the gate opens, the writes go through
+  reader.exec('commit'); // the RESTART finishes, the gate opens, the queries go through
   await Promise.all([grouped, request, single]);
-  expect((await after).rows[0]!.n).toBeGreaterThanOrEqual(100);
+  expect((await read).rows[0]!.n).toBeGreaterThanOrEqual(100);
   expect(gate.closed).toBe(false);
   expect(await firstRestart).toBe(true);
   const bodies = await sql<{ body: string }>`select body from t where id > 100 order by id`.execute(database.db);

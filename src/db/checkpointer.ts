@@ -21,7 +21,7 @@ import { WriteGate } from './write-gate.ts';
  * back until it is done (writers wait in SQLite's busy handler, a few milliseconds); the next write
  * starts the WAL from the beginning (the file keeps its size and is written over). It gives up
  * after RESTART_WAIT_MS (a long read still using the WAL) and tries again on a later pass. While it
- * runs, its `gate` (src/db/write-gate.ts) is closed: the event loop's writes wait for it to open
+ * runs, its `gate` (src/db/write-gate.ts) is closed: the event loop's queries wait for it to open
  * without stopping the event loop, instead of sleeping in SQLite's busy handler.
  */
 export interface Checkpointer {
@@ -55,8 +55,8 @@ const timer = setInterval(() => {
     if (pass.log * pageSize > workerData.restartAboveBytes && pass.busy === 0 && pass.checkpointed === pass.log) {
       // Writers wait while this is pending: wait for readers only briefly.
       db.pragma('busy_timeout = ' + workerData.restartWaitMs);
-      // Closed before the RESTART asks for the write lock, so the event loop's next write waits
-      // for the gate rather than for the lock.
+      // Closed before the RESTART asks for the write lock, so the event loop's next query waits
+      // for the gate rather than for the lock (WriteGate's CLOSED is 1).
       Atomics.store(gate, 0, 1);
       Atomics.notify(gate, 0); // for whoever awaits the closing (tests)
       try {

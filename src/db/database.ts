@@ -187,8 +187,8 @@ function openSqlite(file: string, opts: OpenOptions): Database {
   });
   if (checkpointer) database.pragma('wal_autocheckpoint = 0');
   const writeGate = checkpointer?.gate;
-  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database), writeGate, inTransaction: () => database.inTransaction }) });
-  const commits = sqliteCommits(db, file, opts, writeGate);
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(database), writeGate }) });
+  const commits = sqliteCommits(db, file, opts);
   return {
     db,
     dialect: 'sqlite',

@@ -1,7 +1,6 @@
 import fsp from 'node:fs/promises';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { DB } from './schema.ts';
-import type { WriteGate } from './write-gate.ts';
 
 /**
  * A transaction whose commit and whose durability are awaited separately: `commit` runs the work
@@ -68,16 +67,11 @@ export function postgresCommits(db: Kysely<DB>, opts: DurableOptions = {}): Dura
   };
 }
 
-/**
- * `gate`: while the checkpoint thread holds the write lock, these wait for it before they take the
- * connection, so reads (an SMTP session's recipient look-up) go on meanwhile.
- */
-export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions = {}, gate?: WriteGate): DurableCommits {
+export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions = {}): DurableCommits {
   const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`);
   return {
     async commit(work) {
       if (!wal) return { value: await db.transaction().execute(work), durable: opts.beforeDurable ? opts.beforeDurable() : done };
-      await gate?.whenOpen();
       // One connection held throughout, so no other transaction commits while NORMAL is set.
       const value = await db.connection().execute(async (conn) => {
         await conn.executeQuery(SYNC_NORMAL);
@@ -92,7 +86,6 @@ export function sqliteCommits(db: Kysely<DB>, file: string, opts: DurableOptions
     },
     async relaxed(work) {
       if (!wal) return work(db);
-      await gate?.whenOpen();
       return db.connection().execute(async (conn) => {
         await conn.executeQuery(SYNC_NORMAL);
         try {

@@ -1,4 +1,4 @@
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { WriteGate } from './write-gate.ts';
 
 // Kysely begins SQLite transactions with a plain (deferred) BEGIN: the transaction takes the write
@@ -14,61 +14,33 @@ const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
 
 export interface GatedSqliteDialectConfig extends SqliteDialectConfig {
   /**
-   * Closed while the checkpoint thread holds the write lock (src/db/write-gate.ts): a transaction,
-   * or a write outside one, waits for it to open before it asks SQLite for the lock. It waits
-   * holding the connection (Kysely hands it out before the first statement), so queries queued
-   * behind it wait too; the group commit waits before it takes the connection (durable-commit.ts).
+   * Closed while the checkpoint thread holds the write lock (src/db/write-gate.ts). Whoever takes
+   * the one connection waits for it first, asynchronously, so no statement reaches SQLite's busy
+   * handler (which sleeps the event loop) while a RESTART runs. Reads wait too: a RESTART takes a
+   * few milliseconds every few seconds, and one rule in one place is worth more than those.
    */
   writeGate?: WriteGate;
-  /** Whether the connection is inside a transaction (which holds the write lock already). */
-  inTransaction: () => boolean;
 }
 
 class ImmediateSqliteDriver extends SqliteDriver {
-  #gated: GatedConnection | undefined;
-
-  constructor(private readonly gateConfig: GatedSqliteDialectConfig) {
-    super(gateConfig);
+  constructor(private readonly writeGate: WriteGate | undefined, config: SqliteDialectConfig) {
+    super(config);
   }
 
   override async acquireConnection(): Promise<DatabaseConnection> {
     const connection = await super.acquireConnection();
-    const gate = this.gateConfig.writeGate;
-    if (!gate) return connection;
-    this.#gated ??= new GatedConnection(connection, gate, this.gateConfig.inTransaction);
-    return this.#gated;
+    // Waited with the connection held, just before its holder's first statement: anything queued
+    // behind it would wait for the gate anyway.
+    await this.writeGate?.whenOpen();
+    return connection;
   }
 
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await this.gateConfig.writeGate?.whenOpen();
     await connection.executeQuery(BEGIN_IMMEDIATE);
   }
 }
 
-/** The one connection, whose writes outside a transaction wait while the write gate is closed. */
-class GatedConnection implements DatabaseConnection {
-  constructor(
-    private readonly connection: DatabaseConnection,
-    private readonly gate: WriteGate,
-    private readonly inTransaction: () => boolean,
-  ) {}
-
-  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (!this.gate.closed || this.inTransaction() || isRead(query)) return this.connection.executeQuery(query);
-    return this.gate.whenOpen().then(() => this.connection.executeQuery(query));
-  }
-
-  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
-    return this.connection.streamQuery(query, chunkSize); // selects only (Kysely's SQLite driver)
-  }
-}
-
-/** Statements that take no write lock; anything else counts as a write (waiting costs it little). */
-function isRead(query: CompiledQuery): boolean {
-  return query.query.kind === 'SelectQueryNode' || /^\s*(select|pragma|explain)\b/i.test(query.sql);
-}
-
-/** SqliteDialect whose transactions begin with BEGIN IMMEDIATE, and whose writes mind the write gate. */
+/** SqliteDialect whose transactions begin with BEGIN IMMEDIATE, and whose connection minds the write gate. */
 export class ImmediateSqliteDialect extends SqliteDialect {
   readonly #config: GatedSqliteDialectConfig;
 
@@ -78,6 +50,6 @@ export class ImmediateSqliteDialect extends SqliteDialect {
   }
 
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.#config);
+    return new ImmediateSqliteDriver(this.#config.writeGate, this.#config);
   }
 }

@@ -4,10 +4,9 @@
  * readers, copies what is left and syncs the WAL and the database file: 5–40 ms under load here).
  * A write begun meanwhile on the event loop waited in SQLite's busy handler, which sleeps the
  * calling thread (1, 2, 5, 10, … ms): every SMTP session and HTTP request stopped with it, and the
- * longest such stall measured 38 ms. Writers that see the gate closed wait for it asynchronously
- * instead, and the event loop goes on meanwhile. The group commit of mail and uploads waits before
- * it takes the connection, so reads (recipient look-ups) go on too; other writes wait holding the
- * one connection, and the queries queued behind them wait with them (the event loop still goes on).
+ * longest such stall measured 38 ms. The SQLite driver (src/db/sqlite-dialect.ts) now waits for
+ * the gate, asynchronously, whenever it hands out its one connection: the queries wait a few
+ * milliseconds and the event loop goes on serving sessions and requests meanwhile.
  *
  * Nothing depends on the gate for correctness: a write that checked it just before it closed, or
  * another process's write, waits in SQLite's busy handler as before.
