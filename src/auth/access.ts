@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { AccountsTable, DB, MembershipRole, Scope } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import type { Credential } from './credential.ts';
+import { compiledListQuery } from '../db/compiled-query.ts';
 
 // Tenancy is decided here and only here: which accounts a credential reaches,
 // with which role, and what it may do there. Every adapter goes through it.
@@ -68,16 +69,23 @@ export async function personMailboxLimits(db: Kysely<DB>, userId: string, accoun
  * Granted accounts need a live membership; client accounts of a granted agency are
  * reached only by whole-account keys of the agency's owners.
  */
+// Run for every request that selects an account (all but a few): built once per number of granted
+// accounts (src/db/compiled-query.ts).
+const GRANTED_ACCOUNTS = compiledListQuery(
+  (db, ids: string[], userId: string) =>
+    db
+      .selectFrom('accounts')
+      .innerJoin('memberships', (j) => j.onRef('memberships.account_id', '=', 'accounts.id').on('memberships.user_id', '=', userId))
+      .selectAll('accounts')
+      .select('memberships.role as role')
+      .where('accounts.id', 'in', ids),
+  1,
+);
+
 export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promise<Map<string, Reachable>> {
   const out = new Map<string, Reachable>();
   if (cred.grantedAccountIds.length === 0) return out;
-  const granted = await db
-    .selectFrom('accounts')
-    .innerJoin('memberships', (j) => j.onRef('memberships.account_id', '=', 'accounts.id').on('memberships.user_id', '=', cred.user.id))
-    .selectAll('accounts')
-    .select('memberships.role as role')
-    .where('accounts.id', 'in', cred.grantedAccountIds)
-    .execute();
+  const granted = await GRANTED_ACCOUNTS.execute(db, cred.grantedAccountIds, cred.user.id);
   const limits = await collaboratorLimits(db, cred.user.id, granted.filter((a) => a.role === 'collaborator').map((a) => a.id));
   for (const { role, ...account } of granted) out.set(account.id, { account, role, mailboxLimit: limits.get(account.id) ?? null });
 

@@ -6,6 +6,7 @@ import { iso } from '../time.ts';
 import type { ConnectionKind } from '../agent-auth/agent-auth.schema.ts';
 import { isAccessToken } from '../oauth/tokens.ts';
 import { revokeConnection } from '../agent-auth/connections.service.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
 
 export const API_KEY_PREFIX = 'cubby_';
 const KEY_BODY = /^cubby_[A-Za-z0-9]{40}$/;
@@ -73,6 +74,14 @@ function keyQuery(db: Kysely<DB>) {
 }
 type KeyRow = NonNullable<Awaited<ReturnType<ReturnType<typeof keyQuery>['executeTakeFirst']>>>;
 
+// Run for every request that carries a key or token: built once (src/db/compiled-query.ts). Built
+// per request, the five-table join and the key's grants cost more event-loop time than SQLite took
+// to run them.
+const KEY_BY_HASH = compiledQuery((db, hash: string) => keyQuery(db).where('api_keys.token_hash', '=', hash), 1);
+const KEY_BY_ID = compiledQuery((db, id: string) => keyQuery(db).where('api_keys.id', '=', id), 1);
+const KEY_ACCOUNTS = compiledQuery((db, keyId: string) => db.selectFrom('api_key_accounts').select('account_id').where('api_key_id', '=', keyId), 1);
+const KEY_MAILBOXES = compiledQuery((db, keyId: string) => db.selectFrom('api_key_mailboxes').select(['mailbox_id', 'permission']).where('api_key_id', '=', keyId), 1);
+
 /**
  * Resolves a bearer token to a credential, or throws 401 with a precise code. Two kinds of
  * token authenticate, both here: API keys (`cubby_` + 40) and OAuth access tokens, which act
@@ -82,7 +91,7 @@ export async function authenticateApiKey(db: Kysely<DB>, token: string | undefin
   if (!token) throw new AppError('UNAUTHENTICATED', 'Send Authorization: Bearer <API key or OAuth access token>.');
   if (isAccessToken(token)) return authenticateAccessToken(db, token, agent, now);
   if (!KEY_BODY.test(token)) throw new AppError('UNAUTHENTICATED');
-  const row = await keyQuery(db).where('api_keys.token_hash', '=', sha256Hex(token)).executeTakeFirst();
+  const row = await KEY_BY_HASH.executeTakeFirst(db, sha256Hex(token));
   if (!row) throw new AppError('UNAUTHENTICATED');
   if (row.revoked_at) throw new AppError('API_KEY_REVOKED');
   if (row.expires_at && Date.parse(row.expires_at) <= now.getTime()) throw new AppError('API_KEY_EXPIRED');
@@ -100,7 +109,7 @@ async function authenticateAccessToken(db: Kysely<DB>, token: string, agent: Age
     .where('oauth_tokens.kind', '=', 'access')
     .executeTakeFirst();
   if (!tok || tok.revoked_at || tok.connection_revoked_at || Date.parse(tok.expires_at) <= now.getTime()) throw invalid();
-  const row = await keyQuery(db).where('api_keys.id', '=', tok.api_key_id).executeTakeFirst();
+  const row = await KEY_BY_ID.executeTakeFirst(db, tok.api_key_id);
   if (!row || row.revoked_at) throw invalid();
   await assertConnectionMember(db, row, now);
   return finishCredential(db, row, agent, now, { authMethod: 'oauth', expiresAt: tok.expires_at, transport: 'oauth', resource: tok.resource });
@@ -123,7 +132,7 @@ async function assertConnectionMember(db: Kysely<DB>, row: KeyRow, now: Date): P
  * connection lost its owner or administrator. Does not count as a use of the key.
  */
 export async function credentialForKeyId(db: Kysely<DB>, keyId: string, now: Date): Promise<Credential | null> {
-  const row = await keyQuery(db).where('api_keys.id', '=', keyId).executeTakeFirst();
+  const row = await KEY_BY_ID.executeTakeFirst(db, keyId);
   if (!row || row.revoked_at) return null;
   if (row.expires_at && Date.parse(row.expires_at) <= now.getTime()) return null;
   try {
@@ -143,8 +152,8 @@ async function finishCredential(
   how: { authMethod: 'api_key' | 'oauth'; expiresAt: string | null; transport: string; resource?: string; touch?: boolean },
 ): Promise<Credential> {
   const [accounts, mailboxes] = await Promise.all([
-    db.selectFrom('api_key_accounts').select('account_id').where('api_key_id', '=', row.id).execute(),
-    db.selectFrom('api_key_mailboxes').select(['mailbox_id', 'permission']).where('api_key_id', '=', row.id).execute(),
+    KEY_ACCOUNTS.execute(db, row.id),
+    KEY_MAILBOXES.execute(db, row.id),
   ]);
 
   let lastUsedAt = row.last_used_at;

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, MailboxesTable } from '../db/schema.ts';
 import { usagePeriod } from '../inbound/usage.ts';
+import { compiledQuery } from '../db/compiled-query.ts';
 import type { GitSyncColumns } from '../gitsync/gitsync.present.ts';
 
 export interface MailboxRow extends MailboxesTable, GitSyncColumns {
@@ -14,10 +15,15 @@ export interface MailboxRow extends MailboxesTable, GitSyncColumns {
 
 /** Mailboxes with their current primary address. Deleted mailboxes are never returned. */
 export function mailboxQuery(db: Kysely<DB>, at: Date = new Date()) {
+  return mailboxQueryIn(db, usagePeriod(at));
+}
+
+/** mailboxQuery with this month's usage period (`YYYY-MM`) given, e.g. as a placeholder of a compiled statement. */
+function mailboxQueryIn(db: Kysely<DB>, period: string) {
   return db
     .selectFrom('mailboxes')
     .leftJoin('email_addresses', (j) => j.onRef('email_addresses.mailbox_id', '=', 'mailboxes.id').on('email_addresses.role', '=', 'primary'))
-    .leftJoin('received_usage', (j) => j.onRef('received_usage.scope_id', '=', 'mailboxes.id').on('received_usage.period', '=', usagePeriod(at)))
+    .leftJoin('received_usage', (j) => j.onRef('received_usage.scope_id', '=', 'mailboxes.id').on('received_usage.period', '=', period))
     .leftJoin('email_domains', 'email_domains.claim_key', 'email_addresses.domain')
     .leftJoin('git_syncs', 'git_syncs.mailbox_id', 'mailboxes.id')
     .selectAll('mailboxes')
@@ -37,8 +43,15 @@ export function mailboxQuery(db: Kysely<DB>, at: Date = new Date()) {
     .where('mailboxes.deleted_at', 'is', null);
 }
 
+// Every request on a mailbox loads it (src/mailboxes/mailboxes.service.ts loadMailbox): built once
+// (src/db/compiled-query.ts).
+const FIND_MAILBOX = compiledQuery(
+  (db, period: string, accountId: string, mailboxId: string) => mailboxQueryIn(db, period).where('mailboxes.account_id', '=', accountId).where('mailboxes.id', '=', mailboxId),
+  3,
+);
+
 export function findMailbox(db: Kysely<DB>, accountId: string, mailboxId: string): Promise<MailboxRow | undefined> {
-  return mailboxQuery(db).where('mailboxes.account_id', '=', accountId).where('mailboxes.id', '=', mailboxId).executeTakeFirst() as Promise<MailboxRow | undefined>;
+  return FIND_MAILBOX.executeTakeFirst(db, usagePeriod(new Date()), accountId, mailboxId) as Promise<MailboxRow | undefined>;
 }
 
 export async function titleTaken(db: Kysely<DB>, accountId: string, titleKey: string, exceptId?: string): Promise<boolean> {
