@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
 import { admin, adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
+import { percentile } from './smtp-client.ts';
 import { client, cpuSince, cpuSplit, clientCpu, gitCommit, inParallel, log, makeRunDir, round, send } from './lib.ts';
 
 const whole = (name: string, fallback: number, max: number) => {
@@ -21,10 +22,6 @@ const whole = (name: string, fallback: number, max: number) => {
 const REQUESTS = whole('REQUESTS', 5000, 1_000_000);
 const WARMUP = whole('WARMUP', 1000, 1_000_000);
 const CONCURRENCY = whole('CONCURRENCY', 8, 8); // lib.ts's agent keeps at most 8 sockets
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 /**
  * Calls go round the keys: each key may make 6,000 calls a minute (the pilot plan's rate limit, which
@@ -51,11 +48,11 @@ async function measure(server: ServeProcess, keys: string[], url: string) {
   });
   const wall = (performance.now() - t0) / 1000;
   const cpu = cpuSince(server.pid, cpu0);
-  latencies.sort((a, b) => a - b);
+  const ms = (p: number) => round(percentile(latencies, p)!, 2);
   return {
     requests: REQUESTS,
     requests_per_s: round(REQUESTS / wall, 0),
-    latency_ms: { p50: round(percentile(latencies, 50), 2), p90: round(percentile(latencies, 90), 2), p99: round(percentile(latencies, 99), 2) },
+    latency_ms: { p50: ms(50), p90: ms(90), p99: ms(99) },
     server_cpu_ms_per_request: { all: round((cpu.all * 1000) / REQUESTS, 3), main_thread: round((cpu.main_thread * 1000) / REQUESTS, 3) },
     client_cpu_s: clientCpu(process.cpuUsage(client0)),
   };

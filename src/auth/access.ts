@@ -64,11 +64,6 @@ export async function personMailboxLimits(db: Kysely<DB>, userId: string, accoun
   return collaboratorLimits(db, userId, collaborating.map((m) => m.account_id));
 }
 
-/**
- * Every account the credential can select, with the person's role there.
- * Granted accounts need a live membership; client accounts of a granted agency are
- * reached only by whole-account keys of the agency's owners.
- */
 // Run for every request that selects an account (all but a few): built once per number of granted
 // accounts (src/db/compiled-query.ts).
 const GRANTED_ACCOUNTS = compiledListQuery(
@@ -82,6 +77,11 @@ const GRANTED_ACCOUNTS = compiledListQuery(
   1,
 );
 
+/**
+ * Every account the credential can select, with the person's role there.
+ * Granted accounts need a live membership; client accounts of a granted agency are
+ * reached only by whole-account keys of the agency's owners.
+ */
 export async function reachableAccounts(db: Kysely<DB>, cred: Credential): Promise<Map<string, Reachable>> {
   const out = new Map<string, Reachable>();
   if (cred.grantedAccountIds.length === 0) return out;
