@@ -4,7 +4,9 @@
 //       of BATCH (12, the figure every earlier run used; the SDK and `cubby sync` send 50), PUTs 8 at
 //       a time with exactly the returned headers, finalize_batch of the batch after its PUTs, then
 //       finalize {complete:true} until not pending. Each save runs while the next batch is declared
-//       and uploaded, as the SDK does (PIPELINE=0: waits for it, as figures before 2026-11-27 did).
+//       and uploaded, as the SDK does (PIPELINE=0: waits for it, as figures before 2026-11-27 did);
+//       the next declaration is sent just before the save (DECLARE_FIRST=0: just after, as figures
+//       before 2026-12-03). Each call's time from the client's side is in `call_ms`.
 //   (c) the same through the real CLI: `cubby sync DIR MAILBOX:` of SMALL_FILES × 4 KiB files on
 //       disk, and of a folder holding the 1 GiB file, each a child process timed from spawn to
 //       exit (its start-up included) and by its own `seconds`, beside (a) and (b) of the same
@@ -13,7 +15,7 @@
 //   (b) one 1 GiB PUT of random data (generated into /dev/shm first) and its download through
 //       the download link, with the server's RSS; and `dd … conv=fsync` of the same bytes to the
 //       same folder just before and just after the PUT, as the limit (their mean).
-// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, WARMUP_FILES, BATCH, PIPELINE, PUTS (PUTs in flight, default 8), LARGE_MIB, BENCH_SCRATCH,
+// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, WARMUP_FILES, BATCH, PIPELINE, DECLARE_FIRST, PUTS (PUTs in flight, default 8), LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { spawn, spawnSync } from 'node:child_process';
@@ -23,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { getHashed, putStream } from '../test/stream-http.ts';
+import { percentile } from './smtp-client.ts';
 import { clientCpu, client, cpuSeconds, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, send } from './lib.ts';
 
 const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
@@ -44,6 +47,12 @@ if (!Number.isInteger(BATCH) || BATCH < 1 || BATCH > 100) throw new Error(`BATCH
  * for each save before the next batch, as every earlier figure was taken.
  */
 const PIPELINE = process.env.PIPELINE !== '0';
+/**
+ * Once a batch's PUTs are done, the next batch's declaration is sent before this batch's
+ * finalize_batch (the service answers it first, and the next PUTs start while the batch is saved),
+ * as the SDK and `cubby sync` do since 2026-12-03; DECLARE_FIRST=0 sends it after, as before.
+ */
+const DECLARE_FIRST = process.env.DECLARE_FIRST !== '0';
 /** PUTs in flight (the SDK's default concurrency is 8). */
 const PUTS = Number(process.env.PUTS ?? 8);
 if (!Number.isInteger(PUTS) || PUTS < 1 || PUTS > 64) throw new Error(`PUTS must be a whole number from 1 to 64, not ${process.env.PUTS}`);
@@ -70,6 +79,14 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
   const base = `/api/v1/buckets/${bucket.id}/upload_sessions`;
   const phases = { session: 0, descriptors: 0, puts: 0, finalize_batch: 0, finalize: 0 };
   const phaseCpu = { ...phases };
+  /** Each call's time from the client's side, by kind: where the session's wall time goes. */
+  const calls = { declare: [] as number[], put: [] as number[], finalize_batch: [] as number[] };
+  const clocked = async <T>(kind: keyof typeof calls, call: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    const out = await call();
+    calls[kind].push(performance.now() - t);
+    return out;
+  };
   const cpu0 = cpuSplit(server.pid);
   const client0 = process.cpuUsage();
   const t0 = performance.now();
@@ -88,24 +105,33 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
   lap('session');
   let saved = 0;
   let saving: Promise<number> = Promise.resolve(0);
+  const declare = (i: number) => {
+    const descriptors = files.slice(i, i + BATCH).map((f) => ({ path: f.path, byte_size: f.bytes.length, content_type: 'application/octet-stream', checksum: md5(f.bytes), sha256: sha256(f.bytes) }));
+    const p = clocked('declare', () => api('POST', `${base}/${session.id}/uploads`, { files: descriptors }));
+    p.catch(() => undefined); // awaited at the top of its batch
+    return p;
+  };
+  let declaring = declare(0);
   for (let i = 0; i < files.length; i += BATCH) {
     const batch = files.slice(i, i + BATCH);
-    const descriptors = batch.map((f) => ({ path: f.path, byte_size: f.bytes.length, content_type: 'application/octet-stream', checksum: md5(f.bytes), sha256: sha256(f.bytes) }));
-    const declared = await api('POST', `${base}/${session.id}/uploads`, { files: descriptors });
+    const declared = await declaring;
     lap('descriptors');
     await inParallel(declared.data.uploads as { input_index: number; upload: { url: string; headers: Record<string, string> } }[], PUTS, async (u) => {
-      const res = await send('PUT', u.upload.url, u.upload.headers, batch[u.input_index]!.bytes);
+      const res = await clocked('put', () => send('PUT', u.upload.url, u.upload.headers, batch[u.input_index]!.bytes));
       if (res.status !== 200) throw new Error(`PUT: ${res.status} ${res.text}`);
     });
     lap('puts');
     // With PIPELINE, this phase is the wait for the previous batch's save.
     saved += await saving;
-    saving = api('POST', `${base}/${session.id}/finalize_batch`, { limit: batch.length }).then((r) => r.data.uploaded_count as number);
+    const more = i + BATCH < files.length;
+    if (more && DECLARE_FIRST) declaring = declare(i + BATCH);
+    saving = clocked('finalize_batch', () => api('POST', `${base}/${session.id}/finalize_batch`, { limit: batch.length })).then((r) => r.data.uploaded_count as number);
     saving.catch(() => undefined); // awaited with the next batch; not an unhandled rejection meanwhile
     if (!PIPELINE) {
       saved += await saving;
       saving = Promise.resolve(0);
     }
+    if (more && !DECLARE_FIRST) declaring = declare(i + BATCH);
     lap('finalize_batch');
     if (i % 240 === 0) log(`  small files: ${i + batch.length}/${files.length}`);
   }
@@ -129,6 +155,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
     wall_s: round(wall, 3),
     batch: BATCH,
     pipeline: PIPELINE,
+    declare_first: DECLARE_FIRST,
     puts_in_flight: PUTS,
     files_per_s: round(files.length / wall, 0),
     goal_files_per_s: 800,
@@ -136,6 +163,8 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
     client_cpu_s: clientCpu(process.cpuUsage(client0)),
     phases_s: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(v, 3)])),
     phases_server_main_thread_cpu_s: Object.fromEntries(Object.entries(phaseCpu).map(([k, v]) => [k, round(v, 2)])),
+    // With PIPELINE, a finalize_batch runs beside the next declaration: the two share the server.
+    call_ms: Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, { calls: v.length, p50: round(percentile(v, 50) ?? 0, 1), p90: round(percentile(v, 90) ?? 0, 1), max: round(Math.max(...v), 1) }])),
   };
 }
 

@@ -197,7 +197,7 @@ describe('@cubby/sdk', () => {
     }
   });
 
-  it('uploadMany saves each batch while the next one uploads, one save at a time; a save that fails ends the run', async () => {
+  it('uploadMany saves each batch while the next one uploads, one save at a time, the next batch declared before the save; a save that fails ends the run', async () => {
     const box = await cubby.mailboxes.create({ title: `Pipeline ${Date.now()}` });
     const files = Array.from({ length: 60 }, (_, i) => ({ path: `p/f${i}.txt`, source: `pipelined ${i}\n` }));
     // The real requests, watched: the answer of each save but the last is held until a PUT of the
@@ -207,9 +207,14 @@ describe('@cubby/sdk', () => {
     let mostSaves = 0;
     let putsDuringSaves = 0;
     let putStarted: () => void = () => undefined;
+    /** The session's calls in the order they were sent: D (declare), P (PUT), S (save). */
+    const sent: string[] = [];
     const watching = (input: string | URL | Request, init?: RequestInit) => {
       const url = String(input instanceof Request ? input.url : input);
       const method = init?.method ?? 'GET';
+      if (method === 'PUT') sent.push('P');
+      else if (/\/upload_sessions\/[^/]+\/uploads$/.test(url)) sent.push('D');
+      else if (url.endsWith('/finalize_batch')) sent.push('S');
       if (method === 'PUT') {
         if (savesInFlight) putsDuringSaves++;
         putStarted();
@@ -230,6 +235,9 @@ describe('@cubby/sdk', () => {
     expect(result).toMatchObject({ uploaded: 60, skipped: 0, sessions: 1, session: { status: 'finalized' } });
     expect(mostSaves).toBe(1);
     expect(putsDuringSaves).toBeGreaterThanOrEqual(5); // each of the five saves before the last batch
+    // Each batch's ten PUTs, then the next batch's declaration, then this batch's save: the
+    // service answers the declaration before it saves, so the next PUTs need not wait for the save.
+    expect(sent.join('').replace(/P{10}/g, 'p')).toBe('Dp' + 'DSp'.repeat(5) + 'S');
     expect((await cubby.mailboxes.get(box.id)).files_count).toBe(60);
 
     // The session canceled from elsewhere while a save is held: the run ends with the service's

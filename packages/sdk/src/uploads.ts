@@ -268,33 +268,67 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
     await s;
   };
 
-  const declare = async (batch: { path: string; source: UploadSource }[]) => {
-    const files = await Promise.all(
+  type Entry = { path: string; source: UploadSource };
+  const describe = (batch: Entry[]) =>
+    Promise.all(
       batch.map(async (e) => {
         const d = await e.source.digests();
         return { path: e.path, name: e.path.split('/').pop(), byte_size: d.size, content_type: e.source.contentType ?? guessContentType(e.path), checksum: d.md5Base64, sha256: d.sha256Hex };
       }),
     );
+  type Described = Awaited<ReturnType<typeof describe>>;
+  const declareDescribed = async (files: Described) => {
     // Declaring a path again supersedes its unsaved declaration: safe to retry.
     const res = await t.data<UploadSessionResponse>({ method: 'POST', path: `${base}/${session.id}/uploads`, retry: true, signal: opts.signal, body: { files, ...common } });
     held = res.mailbox_upload_session?.files_count ?? held + files.length;
     return { res, files };
   };
+  const declare = async (batch: Entry[]) => declareDescribed(await describe(batch));
 
+  /** A batch read and hashed, not declared yet. */
+  type Hashed = { batch: Entry[]; files: Described };
+  type Declared = Awaited<ReturnType<typeof declareDescribed>> & { batch: Entry[] };
+  const batches = chunks(entries, batchSize)[Symbol.asyncIterator]();
+  /** Reads and hashes the next batch (null: no more entries). */
+  const hashNext = async (): Promise<Hashed | null> => {
+    const r = await batches.next();
+    if (r.done) return null;
+    const batch = await Promise.all(r.value.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
+    return { batch, files: await describe(batch) };
+  };
+  /** Sends a hashed batch's declaration; the promise of its answer. */
+  const sendDeclaration = (h: Hashed): Promise<Declared> => {
+    seen += h.batch.length;
+    report('hashing', h.batch[0]?.path);
+    const declared = declareDescribed(h.files).then((d) => ({ ...d, batch: h.batch }));
+    declared.catch(() => undefined); // awaited at the top of its batch; not an unhandled rejection meanwhile
+    return declared;
+  };
+
+  /** The next batch, read and hashed while this one's bytes are sent. */
+  let next = hashNext();
+  next.catch(() => undefined);
+  /** The next batch's declaration, when it was sent before this batch's save. */
+  let ahead: Promise<Declared> | null = null;
   try {
-    for await (const raw of chunks(entries, batchSize)) {
-      if (held + raw.length > limit) {
-        // This session is full: save it, and go on in the next one.
-        if (opts.deleteMissing) throw tooMany();
-        await saved();
-        await finish(session.id);
-        session = await start();
-        held = session.files_count ?? 0;
+    for (;;) {
+      if (!ahead) {
+        const h = await next;
+        if (!h) break;
+        if (held + h.batch.length > limit) {
+          // This session is full: save it, and go on in the next one.
+          if (opts.deleteMissing) throw tooMany();
+          await saved();
+          await finish(session.id);
+          session = await start();
+          held = session.files_count ?? 0;
+        }
+        ahead = sendDeclaration(h);
       }
-      seen += raw.length;
-      const batch = await Promise.all(raw.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
-      report('hashing', batch[0]?.path);
-      const { res, files } = await declare(batch);
+      const { res, files, batch } = await ahead;
+      ahead = null;
+      next = hashNext();
+      next.catch(() => undefined);
       if (opts.expectedBytes === undefined) for (const f of files) progress.bytesTotal += f.byte_size;
       const skippedHere = res.skipped?.length ?? 0;
       skipped += skippedHere;
@@ -337,6 +371,11 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
         });
       }
       if (retried.length) throw new CubbyError({ code: 'UPLOAD_CHECKSUM_MISMATCH', status: 422, message: `${retried[0]!.path} kept changing while it was uploaded`, details: { path: retried[0]!.path } });
+      // The next batch (hashed meanwhile) is declared before this one's save is sent, when it fits
+      // this session: the service answers the declaration first, so the next PUTs start while this
+      // batch is saved instead of after the save and the declaration both.
+      const h = await next;
+      if (h && held + h.batch.length <= limit) ahead = sendDeclaration(h);
       const uploads = (res.uploads ?? []).length;
       if (uploads) {
         report('saving');
@@ -353,6 +392,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
     return { sessionId: session.id, sessions: part, uploaded, skipped, bytes: progress.bytesDone, session };
   } catch (err) {
     await saving?.catch(() => undefined);
+    await ahead?.catch(() => undefined);
     // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
     await t.raw({ method: 'POST', path: `${base}/${session.id}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
     throw err;
