@@ -262,6 +262,30 @@ describe('@cubby/sdk', () => {
     expect(after.files_count).toBeLessThan(60);
   });
 
+  it('uploadMany: a path named again in the next batch is saved, the later bytes winning; a file that cannot be read ends the run after the batch before it is saved', async () => {
+    // The next batch is declared before this one is saved only when that changes nothing: a path
+    // declared again supersedes its unsaved declaration, which this batch's save must still find.
+    const box = await cubby.mailboxes.create({ title: `Repeated path ${Date.now()}` });
+    const files = Array.from({ length: 20 }, (_, i) => ({ path: i === 15 ? 'r/f5.txt' : `r/f${i}.txt`, source: `repeated ${i}\n` }));
+    files[15]!.path = '/r/f5.txt'; // the same path as the service sees it (no leading slash)
+    const result = await cubby.uploadMany(box.id, files, { batchSize: 10 });
+    expect(result).toMatchObject({ uploaded: 20, sessions: 1, session: { status: 'finalized' } });
+    expect((await cubby.mailboxes.get(box.id)).files_count).toBe(19);
+    const f5 = await cubby.files.byPath(box.id, 'r/f5.txt');
+    expect(new TextDecoder().decode(await cubby.files.read(box.id, f5.id))).toBe('repeated 15\n');
+
+    // An unreadable file in the second batch: the first batch, already uploaded, is saved; the run
+    // fails with the read error and leaves no lock.
+    const other = await cubby.mailboxes.create({ title: `Unreadable ${Date.now()}` });
+    const missing = path.join(os.tmpdir(), `cubby-sdk-missing-${Date.now()}.txt`);
+    const mixed = Array.from({ length: 20 }, (_, i) => ({ path: `u/f${i}.txt`, source: i === 15 ? fileSource(missing) : `readable ${i}\n` }));
+    const failed = await cubby.uploadMany(other.id, mixed, { batchSize: 10 }).catch((e: unknown) => e);
+    expect((failed as NodeJS.ErrnoException).code).toBe('ENOENT');
+    const after = await cubby.mailboxes.get(other.id);
+    expect(after.files_count).toBe(10);
+    expect(after.lock?.locked ?? false).toBe(false);
+  });
+
   it('a file that changes between hashing and upload is hashed, declared and uploaded again', async () => {
     const box = await cubby.mailboxes.create({ title: `Changing ${Date.now()}` });
     // A source whose content changes once, right after it was first hashed (as a file being written to).

@@ -201,6 +201,16 @@ async function* chunks<T>(entries: AsyncIterable<T> | Iterable<T>, size: number)
   if (batch.length) yield batch;
 }
 
+/** Bytes of a batch past which the next batch is not read ahead (small files are held in memory). */
+const READ_AHEAD_MAX_BYTES = 64 * 1024 * 1024;
+
+/** Whether two batches name the same path as the service sees it (NFC, no leading slash; case folded to be safe). */
+function sharesPath(a: { path: string }[], b: { path: string }[]): boolean {
+  const key = (p: string) => p.normalize('NFC').replace(/^\/+/, '').toLowerCase();
+  const seen = new Set(b.map((e) => key(e.path)));
+  return a.some((e) => seen.has(key(e.path)));
+}
+
 /** The service's limit of files per upload session. */
 export const SESSION_FILE_LIMIT = 10_000;
 
@@ -289,31 +299,42 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
   type Hashed = { batch: Entry[]; files: Described };
   type Declared = Awaited<ReturnType<typeof declareDescribed>> & { batch: Entry[] };
   const batches = chunks(entries, batchSize)[Symbol.asyncIterator]();
-  /** Reads and hashes the next batch (null: no more entries). */
-  const hashNext = async (): Promise<Hashed | null> => {
-    const r = await batches.next();
-    if (r.done) return null;
-    const batch = await Promise.all(r.value.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
-    return { batch, files: await describe(batch) };
+  /** Reading and hashing the next batch; `result` once it has settled (value null: no more entries). */
+  type Reading = { promise: Promise<Hashed | null>; result?: { value: Hashed | null } | { error: unknown } };
+  const readNext = (): Reading => {
+    const reading: Reading = {
+      promise: (async () => {
+        const r = await batches.next();
+        if (r.done) return null;
+        const batch = await Promise.all(r.value.map(async (e) => ({ path: e.path, source: await toSource(e.source, ctx.hasher) })));
+        return { batch, files: await describe(batch) };
+      })(),
+    };
+    reading.promise.then(
+      (value) => (reading.result = { value }),
+      (error: unknown) => (reading.result = { error }),
+    );
+    return reading;
   };
   /** Sends a hashed batch's declaration; the promise of its answer. */
   const sendDeclaration = (h: Hashed): Promise<Declared> => {
     seen += h.batch.length;
-    report('hashing', h.batch[0]?.path);
     const declared = declareDescribed(h.files).then((d) => ({ ...d, batch: h.batch }));
     declared.catch(() => undefined); // awaited at the top of its batch; not an unhandled rejection meanwhile
     return declared;
   };
 
-  /** The next batch, read and hashed while this one's bytes are sent. */
-  let next = hashNext();
-  next.catch(() => undefined);
+  /** The next batch being read and hashed (null: not started). */
+  let next: Reading | null = null;
   /** The next batch's declaration, when it was sent before this batch's save. */
   let ahead: Promise<Declared> | null = null;
   try {
     for (;;) {
       if (!ahead) {
-        const h = await next;
+        if (!next?.result) report('hashing');
+        next ??= readNext();
+        const h = await next.promise;
+        next = null;
         if (!h) break;
         if (held + h.batch.length > limit) {
           // This session is full: save it, and go on in the next one.
@@ -327,8 +348,10 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       }
       const { res, files, batch } = await ahead;
       ahead = null;
-      next = hashNext();
-      next.catch(() => undefined);
+      // The next batch is read and hashed while this one's bytes are sent, unless this batch holds
+      // much in memory (files up to 8 MiB are read whole): then one batch at a time, as memory
+      // should stay flat.
+      if (files.reduce((n, f) => n + f.byte_size, 0) <= READ_AHEAD_MAX_BYTES) next = readNext();
       if (opts.expectedBytes === undefined) for (const f of files) progress.bytesTotal += f.byte_size;
       const skippedHere = res.skipped?.length ?? 0;
       skipped += skippedHere;
@@ -371,15 +394,21 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
         });
       }
       if (retried.length) throw new CubbyError({ code: 'UPLOAD_CHECKSUM_MISMATCH', status: 422, message: `${retried[0]!.path} kept changing while it was uploaded`, details: { path: retried[0]!.path } });
-      // The next batch (hashed meanwhile) is declared before this one's save is sent, when it fits
-      // this session: the service answers the declaration first, so the next PUTs start while this
-      // batch is saved instead of after the save and the declaration both.
-      const h = await next;
-      if (h && held + h.batch.length <= limit) ahead = sendDeclaration(h);
+      // The next batch is declared before this one's save is sent, so the service answers the
+      // declaration first and the next PUTs run while this batch is saved. Only when that changes
+      // nothing else: the next batch is hashed already (a slow one does not hold this save back,
+      // and one that failed to read does not lose it), fits this session, and names none of this
+      // batch's paths (declaring a path again supersedes its unsaved declaration, which this save
+      // must find). The previous save is awaited first, so nothing declared is being saved.
       const uploads = (res.uploads ?? []).length;
+      await saved();
+      const ready = next?.result && 'value' in next.result ? next.result.value : undefined;
+      if (ready && held + ready.batch.length <= limit && !sharesPath(ready.batch, batch)) {
+        ahead = sendDeclaration(ready);
+        next = null;
+      }
       if (uploads) {
         report('saving');
-        await saved();
         // Exactly this batch's count: every one of its files has its bytes, so the save takes them
         // (it prefers files with bytes) and never a file of the next batch still being uploaded.
         saving = t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, uploads), ...common } });
@@ -393,6 +422,9 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
   } catch (err) {
     await saving?.catch(() => undefined);
     await ahead?.catch(() => undefined);
+    await next?.promise.catch(() => undefined);
+    // Close the entries (a directory walk holds an open directory) as a for-await loop would.
+    await batches.return?.(undefined).catch(() => undefined);
     // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
     await t.raw({ method: 'POST', path: `${base}/${session.id}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
     throw err;
