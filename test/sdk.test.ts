@@ -262,17 +262,55 @@ describe('@cubby/sdk', () => {
     expect(after.files_count).toBeLessThan(60);
   });
 
-  it('uploadMany: a path named again in the next batch is saved, the later bytes winning; a file that cannot be read ends the run after the batch before it is saved', async () => {
+  it('uploadMany: a path named again in the next batch is saved, the later bytes winning (never declared while its earlier declaration is being saved); a retry that turns into a skip leaves the save exact; a file that cannot be read ends the run after the batch before it is saved', async () => {
     // The next batch is declared before this one is saved only when that changes nothing: a path
     // declared again supersedes its unsaved declaration, which this batch's save must still find.
     const box = await cubby.mailboxes.create({ title: `Repeated path ${Date.now()}` });
     const files = Array.from({ length: 20 }, (_, i) => ({ path: i === 15 ? 'r/f5.txt' : `r/f${i}.txt`, source: `repeated ${i}\n` }));
     files[15]!.path = '/r/f5.txt'; // the same path as the service sees it (no leading slash)
-    const result = await cubby.uploadMany(box.id, files, { batchSize: 10 });
+    // The first save is held back (up to a second) for as long as no declaration of the second batch
+    // is sent: one sent meanwhile would reach the service first and supersede r/f5.txt's.
+    let declaredDuringSave = 0;
+    let declarationSent: () => void = () => undefined;
+    let saves = 0;
+    const holding = async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (/\/upload_sessions\/[^/]+\/uploads$/.test(url)) declarationSent();
+      if (url.endsWith('/finalize_batch') && ++saves === 1) {
+        await new Promise<void>((resolve) => {
+          declarationSent = () => {
+            declaredDuringSave++;
+            resolve();
+          };
+          setTimeout(resolve, 1_000).unref();
+        });
+        declarationSent = () => undefined;
+      }
+      return globalThis.fetch(input, init);
+    };
+    const result = await client(user.key, { fetch: holding }).uploadMany(box.id, files, { batchSize: 10 });
     expect(result).toMatchObject({ uploaded: 20, sessions: 1, session: { status: 'finalized' } });
+    expect(declaredDuringSave).toBe(0);
     expect((await cubby.mailboxes.get(box.id)).files_count).toBe(19);
     const f5 = await cubby.files.byPath(box.id, 'r/f5.txt');
     expect(new TextDecoder().decode(await cubby.files.read(box.id, f5.id))).toBe('repeated 15\n');
+
+    // A file hashed as new content that turns out, when sent, to be what is stored already: its
+    // second declaration is a skip, and the batch's save counts only the files that have bytes.
+    await cubby.uploadFile(box.id, 'r/f0.txt', 'stored already\n');
+    let reads = 0;
+    const revert = {
+      async digests() {
+        return digestBytes(new TextEncoder().encode(reads === 0 ? 'a new text\n' : 'stored already\n'));
+      },
+      async open() {
+        reads++;
+        return new TextEncoder().encode('stored already\n');
+      },
+    };
+    const again = await cubby.uploadMany(box.id, [{ path: 'r/f0.txt', source: revert }, ...Array.from({ length: 19 }, (_, i) => ({ path: `s/g${i}.txt`, source: `second run ${i}\n` }))], { batchSize: 10 });
+    expect(again).toMatchObject({ uploaded: 19, skipped: 1, session: { status: 'finalized' } });
+    expect((await cubby.mailboxes.get(box.id)).files_count).toBe(19 + 19);
 
     // An unreadable file in the second batch: the first batch, already uploaded, is saved; the run
     // fails with the read error and leaves no lock.

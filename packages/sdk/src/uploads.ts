@@ -272,6 +272,8 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
    * a time; its failure surfaces at the next save, at the end, or when the session changes.
    */
   let saving: Promise<unknown> | null = null;
+  /** The files of the save in flight: a declaration naming one of their paths waits for it (it would supersede them). */
+  let savingBatch: { path: string }[] = [];
   const saved = async () => {
     const s = saving;
     saving = null;
@@ -344,6 +346,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
           session = await start();
           held = session.files_count ?? 0;
         }
+        if (saving && sharesPath(h.batch, savingBatch)) await saved();
         ahead = sendDeclaration(h);
       }
       const { res, files, batch } = await ahead;
@@ -359,6 +362,8 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       progress.filesDone += skippedHere;
       for (const s of res.skipped ?? []) progress.bytesDone += files[s.input_index]?.byte_size ?? 0;
       report('uploading');
+      /** This batch's files whose bytes the service took: exactly its unsaved declarations with bytes. */
+      let stored = 0;
       let retried: { path: string; source: UploadSource }[] = [];
       await pool(res.uploads ?? [], concurrency, async (u) => {
         const entry = batch[u.input_index]!;
@@ -374,12 +379,17 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
         progress.bytesDone += files[u.input_index]!.byte_size;
         progress.filesDone++;
         uploaded++;
+        stored++;
         report('uploading', entry.path);
       });
       for (let round = 0; retried.length && round < MAX_CHECKSUM_RETRIES; round++) {
         const again = retried;
         retried = [];
         const { res: res2, files: files2 } = await declare(again);
+        // A file that changed back to what is stored is skipped now, and has nothing to save.
+        skipped += res2.skipped?.length ?? 0;
+        progress.filesSkipped += res2.skipped?.length ?? 0;
+        progress.filesDone += res2.skipped?.length ?? 0;
         await pool(res2.uploads ?? [], concurrency, async (u) => {
           const entry = again[u.input_index]!;
           try {
@@ -391,6 +401,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
           progress.bytesDone += files2[u.input_index]!.byte_size;
           progress.filesDone++;
           uploaded++;
+          stored++;
         });
       }
       if (retried.length) throw new CubbyError({ code: 'UPLOAD_CHECKSUM_MISMATCH', status: 422, message: `${retried[0]!.path} kept changing while it was uploaded`, details: { path: retried[0]!.path } });
@@ -400,18 +411,18 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
       // and one that failed to read does not lose it), fits this session, and names none of this
       // batch's paths (declaring a path again supersedes its unsaved declaration, which this save
       // must find). The previous save is awaited first, so nothing declared is being saved.
-      const uploads = (res.uploads ?? []).length;
       await saved();
       const ready = next?.result && 'value' in next.result ? next.result.value : undefined;
       if (ready && held + ready.batch.length <= limit && !sharesPath(ready.batch, batch)) {
         ahead = sendDeclaration(ready);
         next = null;
       }
-      if (uploads) {
+      if (stored) {
         report('saving');
-        // Exactly this batch's count: every one of its files has its bytes, so the save takes them
-        // (it prefers files with bytes) and never a file of the next batch still being uploaded.
-        saving = t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, uploads), ...common } });
+        // Exactly the files whose bytes the service took (a retry may have turned into a skip): the
+        // save prefers files with bytes, so it takes them and never a file of the next batch.
+        saving = t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, stored), ...common } });
+        savingBatch = batch;
         saving.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
       }
     }
@@ -422,11 +433,12 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
   } catch (err) {
     await saving?.catch(() => undefined);
     await ahead?.catch(() => undefined);
-    await next?.promise.catch(() => undefined);
-    // Close the entries (a directory walk holds an open directory) as a for-await loop would.
-    await batches.return?.(undefined).catch(() => undefined);
     // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
     await t.raw({ method: 'POST', path: `${base}/${session.id}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
+    // Then close the entries (a directory walk holds an open directory), as a for-await loop would:
+    // after the read ahead, which the cancel need not wait for.
+    await next?.promise.catch(() => undefined);
+    await batches.return?.(undefined).catch(() => undefined);
     throw err;
   }
 }
