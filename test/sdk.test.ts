@@ -266,8 +266,8 @@ describe('@cubby/sdk', () => {
     // The next batch is declared before this one is saved only when that changes nothing: a path
     // declared again supersedes its unsaved declaration, which this batch's save must still find.
     const box = await cubby.mailboxes.create({ title: `Repeated path ${Date.now()}` });
-    const files = Array.from({ length: 20 }, (_, i) => ({ path: i === 15 ? 'r/f5.txt' : `r/f${i}.txt`, source: `repeated ${i}\n` }));
-    files[15]!.path = '/r/f5.txt'; // the same path as the service sees it (no leading slash)
+    // Entry 15 names r/f5.txt again, as the service sees it (a leading slash is dropped).
+    const files = Array.from({ length: 20 }, (_, i) => ({ path: i === 15 ? '/r/f5.txt' : `r/f${i}.txt`, source: `repeated ${i}\n` }));
     // The first save is held back (up to a second) for as long as no declaration of the second batch
     // is sent: one sent meanwhile would reach the service first and supersede r/f5.txt's.
     let declaredDuringSave = 0;
