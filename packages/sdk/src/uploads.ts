@@ -269,15 +269,14 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
   /**
    * The save (finalize_batch) of the last batch, still running: the next batch is hashed, declared
    * and uploaded meanwhile, so the service saves one batch while it receives the next. One save at
-   * a time; its failure surfaces at the next save, at the end, or when the session changes.
+   * a time; its failure surfaces at the next save, at the end, or when the session changes. With
+   * its files: a declaration naming one of them waits for it.
    */
-  let saving: Promise<unknown> | null = null;
-  /** The files of the save in flight: a declaration naming one of their paths waits for it (it would supersede them). */
-  let savingBatch: { path: string }[] = [];
+  let saving: { done: Promise<unknown>; files: { path: string }[] } | null = null;
   const saved = async () => {
     const s = saving;
     saving = null;
-    await s;
+    await s?.done;
   };
 
   type Entry = { path: string; source: UploadSource };
@@ -346,7 +345,8 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
           session = await start();
           held = session.files_count ?? 0;
         }
-        if (saving && sharesPath(h.batch, savingBatch)) await saved();
+        // A declaration naming a file of the save in flight would supersede it: wait for the save.
+        if (saving && sharesPath(h.batch, saving.files)) await saved();
         ahead = sendDeclaration(h);
       }
       const { res, files, batch } = await ahead;
@@ -421,9 +421,9 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
         report('saving');
         // Exactly the files whose bytes the service took (a retry may have turned into a skip): the
         // save prefers files with bytes, so it takes them and never a file of the next batch.
-        saving = t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, stored), ...common } });
-        savingBatch = batch;
-        saving.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
+        const done = t.data({ method: 'POST', path: `${base}/${session.id}/finalize_batch`, retry: true, signal: opts.signal, body: { limit: Math.min(100, stored), ...common } });
+        done.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
+        saving = { done, files: batch };
       }
     }
     await saved();
@@ -431,7 +431,7 @@ export async function uploadMany(ctx: UploadContext, mailboxId: string, entries:
     report('done');
     return { sessionId: session.id, sessions: part, uploaded, skipped, bytes: progress.bytesDone, session };
   } catch (err) {
-    await saving?.catch(() => undefined);
+    await saving?.done.catch(() => undefined);
     await ahead?.catch(() => undefined);
     // Cancel: the mailbox lock is released; saved files stay saved and a re-run skips them.
     await t.raw({ method: 'POST', path: `${base}/${session.id}/finalize`, retry: true, body: { complete: false, ...common } }).catch(() => undefined);
