@@ -6,13 +6,14 @@
 //   (the same on surface A), REQUESTS of each after WARMUP, CONCURRENCY in flight over keep-alive.
 // Prints one JSON line: per route, requests/s, client-side latency p50/p90/p99 and the server's CPU
 // per request (all threads, and the event loop's thread). Env: REQUESTS (5000), WARMUP (1000),
-// CONCURRENCY (8), SERVE_NODE_ARGS (node options for the server, e.g. "--cpu-prof --cpu-prof-dir=…").
+// CONCURRENCY (8), SERVE_NODE_ARGS (node options for the server, e.g. "--cpu-prof --cpu-prof-dir=…"),
+// SERVE_STDOUT_FILE (keeps the server's stdout: V8's traces).
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
 import { admin, adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { percentile } from './smtp-client.ts';
-import { client, cpuSince, cpuSplit, clientCpu, gitCommit, inParallel, log, makeRunDir, round, send } from './lib.ts';
+import { client, clientCpu, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, send, serveOptions } from './lib.ts';
 
 const whole = (name: string, fallback: number, max: number) => {
   const n = Number(process.env[name] ?? fallback);
@@ -66,7 +67,7 @@ async function main() {
     const { email, key } = await adminUserAndKey(env, 'pilot');
     const keys = [key];
     while (keys.length < KEYS) keys.push((await admin(env, ['create-key', '--email', email])).api_key);
-    server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
+    server = await startServe(env, serveOptions());
     log(`cubby serve pid ${server.pid} at ${server.base}`);
     const api = client(server.base, key);
     const bucket = (await api('POST', '/api/v1/buckets', { bucket: { title: `bench ${Date.now()}` } })).data.bucket;

@@ -8,7 +8,7 @@
 // own webhook. Latency per message: receipt of the 250 reply → webhook request received, and → live
 // push received, all on this process's clock. Prints one JSON line.
 // Env: MESSAGES (1000), RATE (50), MAILBOXES (10), WARMUP (50), KEEP_RUN_DIR=1, BENCH_SCRATCH,
-// BENCH_DATABASE_URL (postgres://… to run against Postgres in a fresh schema), SERVE_NODE_ARGS.
+// BENCH_DATABASE_URL (postgres://… to run against Postgres in a fresh schema), SERVE_NODE_ARGS, SERVE_STDOUT_FILE.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -20,7 +20,7 @@ import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { WebSocket } from 'ws';
 import { adminUserAndKey, procMemory, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { client, cpuSince, cpuSplit, gitCommit, log, makeRunDir, round } from './lib.ts';
+import { client, cpuSince, cpuSplit, gitCommit, log, makeRunDir, round, serveOptions } from './lib.ts';
 import { percentile } from './smtp-client.ts';
 
 const MESSAGES = Number(process.env.MESSAGES ?? 1000);
@@ -158,7 +158,7 @@ async function main() {
       ...(DATABASE_URL ? { CUBBY_DATABASE_URL: DATABASE_URL, CUBBY_DATABASE_SCHEMA: schema! } : {}),
     });
     const { key } = await adminUserAndKey(env, 'pilot');
-    server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
+    server = await startServe(env, serveOptions());
     log(`cubby serve pid ${server.pid}: API ${server.base}, SMTP 127.0.0.1:${smtpPort}, receiver https://127.0.0.1:${hookPort}, ${DATABASE_URL ? 'Postgres' : 'SQLite'}`);
     const api = client(server.base, key);
     const addresses: string[] = [];

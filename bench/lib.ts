@@ -13,6 +13,15 @@ export const SCRATCH = process.env.BENCH_SCRATCH ?? path.join(BENCH_DIR, '.tmp')
 export const log = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 export const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
+/**
+ * How the benchmarks start `cubby serve`, from the runner's environment: SERVE_NODE_ARGS (node
+ * options, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc-nvp") and SERVE_STDOUT_FILE
+ * (a file that keeps what the server prints on stdout: V8's traces go there).
+ */
+export function serveOptions(): { nodeArgs?: string[]; stdoutFile?: string } {
+  return { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean), stdoutFile: process.env.SERVE_STDOUT_FILE || undefined };
+}
+
 /** user+system CPU seconds so far of a process or thread (/proc/…/stat, clock ticks of 1/100 s). */
 export function cpuSeconds(pid: number, tid?: number): number {
   const fields = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { BENCH_DIR, client, cpuSplit, gitCommit, log, makeRunDir, round, SCRATCH } from './lib.ts';
+import { BENCH_DIR, client, cpuSplit, gitCommit, log, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
 import { benchDatabase } from './database.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { SessionProbe } from './smtp-probe.ts';
@@ -148,7 +148,7 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
   try {
     const env = serveEnv(path.join(runDir, 'data'), { CUBBY_MAIL_DOMAIN: DOMAIN, CUBBY_SMTP_HOSTNAME: 'mx.bench.test', ...database.env });
     const { key } = await adminUserAndKey(env, process.env.PLAN ?? 'pilot');
-    server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
+    server = await startServe(env, serveOptions());
     if (!server.smtpPort) throw new Error('cubby serve printed no SMTP port');
     const api = client(server.base, key);
     const box = (await api('POST', '/v1/mailboxes', { mailbox: { title: 'bench', email: { username: 'mailbox' } } })).data.mailbox;

@@ -15,7 +15,8 @@
 // PIPELINING (0; 1 sends MAIL, RCPT and DATA in one write), PLAN (pilot), SKIP_CUBBY=1 (peers
 // only), HOLD=1 (boot Cubby, make the mailboxes, print how to point smtp-peers.sh at it, wait for
 // Ctrl-C), KEEP_RUN_DIR=1, BENCH_SCRATCH, SERVE_NODE_ARGS (node options for the server, e.g.
-// "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_DATABASE_URL (postgres://…: Cubby on Postgres in a
+// "--cpu-prof --cpu-prof-dir=/tmp/prof"), SERVE_STDOUT_FILE (keeps the server's stdout, where V8's
+// traces such as --trace-gc-nvp go), BENCH_DATABASE_URL (postgres://…: Cubby on Postgres in a
 // fresh schema, dropped at the end; KEEP_SCHEMA=1 keeps it and prints its name) and SERVE_ENV
 // (bench/database.ts), as in the harness mode.
 import fs from 'node:fs';
@@ -23,7 +24,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, procMemory, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { client, clientCpu, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round } from './lib.ts';
+import { client, clientCpu, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, serveOptions } from './lib.ts';
 import { percentile, runLoad, type LoadResult } from './smtp-client.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { findPeerHarness, runWithPeerHarness } from './smtp-harness.ts';
@@ -158,7 +159,7 @@ async function cubby(runDir: string, database: BenchDatabase, setServer: (s: Ser
   const smtpPort = await freePort();
   const env = serveEnv(path.join(runDir, 'data'), { CUBBY_SMTP_PORT: String(smtpPort), CUBBY_HTTP_PORT: String(await freePort()), ...database.env });
   const { key } = await adminUserAndKey(env, PLAN);
-  const server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
+  const server = await startServe(env, serveOptions());
   setServer(server);
   log(`cubby serve pid ${server.pid}: API ${server.base}, SMTP 127.0.0.1:${smtpPort}`);
   const api = client(server.base, key);

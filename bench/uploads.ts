@@ -17,7 +17,7 @@
 //       same folder just before and just after the PUT, as the limit (their mean).
 // Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, WARMUP_FILES, BATCH, PIPELINE, DECLARE_FIRST, PUTS (PUTs in flight, default 8), LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
-// "--cpu-prof --cpu-prof-dir=/tmp/prof").
+// "--cpu-prof --cpu-prof-dir=/tmp/prof"), SERVE_STDOUT_FILE (keeps the server's stdout: V8's traces).
 import { spawn, spawnSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -26,7 +26,7 @@ import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { getHashed, putStream } from '../test/stream-http.ts';
 import { percentile } from './smtp-client.ts';
-import { clientCpu, client, cpuSeconds, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, send } from './lib.ts';
+import { client, clientCpu, cpuSeconds, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, send, serveOptions } from './lib.ts';
 
 const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
 const SMALL_BYTES = 4096;
@@ -309,7 +309,7 @@ async function main() {
     const env = serveEnv(path.join(runDir, 'data'));
     log(`run dir ${runDir}`);
     const { key } = await adminUserAndKey(env, 'paid');
-    server = await startServe(env, { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean) });
+    server = await startServe(env, serveOptions());
     log(`cubby serve pid ${server.pid} at ${server.base}`);
     const api = client(server.base, key);
 

@@ -60,9 +60,11 @@ export function procMemory(pid: number): { rss: number; hwm: number } {
 
 /**
  * Starts `cubby serve` (with `nodeArgs` for node, e.g. --cpu-prof) and resolves once it has
- * printed its addresses (the banner ends with the Data line).
+ * printed its addresses (the banner ends with the Data line). `stdoutFile` keeps a copy of all it
+ * prints on stdout, where V8 writes its traces (--trace-gc-nvp and the like), which are otherwise
+ * drained and dropped.
  */
-export async function startServe(env: Record<string, string>, opts: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, opts: { timeoutMs?: number; nodeArgs?: string[]; stdoutFile?: string } = {}): Promise<ServeProcess> {
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'serve'], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -80,7 +82,12 @@ export async function startServe(env: Record<string, string>, opts: { timeoutMs?
       else watchers.push(w);
     }
   };
-  child.stdout.on('data', (d: Buffer) => onData(d, 'out'));
+  const copy = opts.stdoutFile ? fs.createWriteStream(opts.stdoutFile) : null;
+  child.stdout.on('data', (d: Buffer) => {
+    copy?.write(d);
+    onData(d, 'out');
+  });
+  child.once('exit', () => copy?.end());
   child.stderr.on('data', (d: Buffer) => onData(d, 'err'));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const waitForOutput = (pattern: RegExp) =>
