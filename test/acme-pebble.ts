@@ -12,12 +12,43 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 export const PEBBLE = '/usr/bin/pebble';
 export const HAVE_PEBBLE = fs.existsSync(PEBBLE) && fs.existsSync('/usr/bin/openssl');
 
+/**
+ * A port for a server that starts later (Pebble's listeners, the app's sites listeners), taken
+ * below the kernel's ephemeral range. A port from `listen(0)` is free again until its server
+ * starts, and meanwhile an outgoing connection of any test running beside this one may be given
+ * it as its local port: the server then fails with EADDRINUSE (seen in CI). Ports below that range
+ * are never handed out so; one is checked free and never given twice by this process.
+ */
 export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
+  const low = ephemeralRangeStart();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = FIXED_PORTS_FROM + Math.floor(Math.random() * (low - FIXED_PORTS_FROM));
+    if (given.has(port) || !(await canListen(port))) continue;
+    given.add(port);
+    return port;
+  }
+  throw new Error(`no free port from ${FIXED_PORTS_FROM} to ${low - 1}`);
+}
+
+const FIXED_PORTS_FROM = 10_000;
+const given = new Set<number>();
+
+function ephemeralRangeStart(): number {
+  try {
+    const start = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(start) && start > FIXED_PORTS_FROM + 1000) return start;
+  } catch {
+    // not Linux: the IANA range's start
+  }
+  return 49_152;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
 }
 
 export interface Pebble {
