@@ -82,12 +82,9 @@ export async function startServe(env: Record<string, string>, opts: { timeoutMs?
       else watchers.push(w);
     }
   };
-  const copy = opts.stdoutFile ? fs.createWriteStream(opts.stdoutFile) : null;
-  child.stdout.on('data', (d: Buffer) => {
-    copy?.write(d);
-    onData(d, 'out');
-  });
-  child.once('exit', () => copy?.end());
+  child.stdout.on('data', (d: Buffer) => onData(d, 'out'));
+  // Piped, so that the copy ends with stdout itself (which may close after the process exits).
+  if (opts.stdoutFile) child.stdout.pipe(fs.createWriteStream(opts.stdoutFile));
   child.stderr.on('data', (d: Buffer) => onData(d, 'err'));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const waitForOutput = (pattern: RegExp) =>
