@@ -2,6 +2,10 @@ import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomLabel } from '../ids.ts';
+import { dataScanApplies, ScanningSmtpConnection } from './smtp-data-scan.ts';
+
+/** The connection class: the library's, with its end-of-DATA scan in native code where its parser has the expected shape. */
+const Connection = dataScanApplies() ? ScanningSmtpConnection : SMTPConnection;
 
 /**
  * smtp-server always waits 100 ms before its greeting (to catch clients that talk first, a
@@ -43,7 +47,7 @@ export class GreetingSmtpServer extends SMTPServer {
   }
 
   override connect(socket: Socket, socketOptions?: ConstructorParameters<typeof SMTPConnection>[2]): void {
-    const connection = new SMTPConnection(this, socket, socketOptions) as SMTPConnection & ConnectionInternals;
+    const connection = new Connection(this, socket, socketOptions) as SMTPConnection & ConnectionInternals;
     this.connections.add(connection);
     connection.on('error', (err: Error) => (this as unknown as ServerInternals)._onError(err));
     connection.on('connect', (data: unknown) => (this as unknown as ServerInternals)._onClientConnect(data));
