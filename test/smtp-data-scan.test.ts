@@ -16,23 +16,36 @@ import { GreetingSmtpServer } from '../src/inbound/greeting.ts';
 interface Outcome {
   commands: string[];
   messages: string[];
-  byteLengths: number[];
+  /** Per message: its byte count and whether it was over the limit, when it ended. */
+  sizes: { byteLength: number; sizeExceeded: boolean }[];
+}
+
+interface ParseOptions {
+  /** The size limit given to startDataMode. */
+  maxBytes?: number;
+  /** Reads the message a chunk per event-loop turn, so the parser meets a full stream and waits for 'drain'. */
+  slowReader?: boolean;
 }
 
 /** Feeds a session's client bytes to a parser, chunk by chunk, as smtp-server's connection drives it. */
-async function parse(Parser: typeof SMTPStream, chunks: Buffer[]): Promise<Outcome> {
+async function parse(Parser: typeof SMTPStream, chunks: Buffer[], opts: ParseOptions = {}): Promise<Outcome> {
   const parser = new Parser();
-  const out: Outcome = { commands: [], messages: [], byteLengths: [] };
+  const out: Outcome = { commands: [], messages: [], sizes: [] };
   parser.oncommand = (command: Buffer, next?: () => void) => {
     const line = command.toString('latin1');
     out.commands.push(line);
     if (/^DATA$/i.test(line)) {
-      const data = parser.startDataMode(1_000_000);
+      const data = parser.startDataMode(opts.maxBytes ?? 1_000_000);
       const parts: Buffer[] = [];
-      data.on('data', (c: Buffer) => parts.push(c));
+      data.on('data', (c: Buffer) => {
+        parts.push(c);
+        if (!opts.slowReader) return;
+        data.pause();
+        setImmediate(() => data.resume());
+      });
       data.on('end', () => {
         out.messages.push(Buffer.concat(parts).toString('latin1'));
-        out.byteLengths.push(data.byteLength);
+        out.sizes.push({ byteLength: data.byteLength, sizeExceeded: data.sizeExceeded });
         // as the connection does once the application has answered the message
         setImmediate(() => parser.continue());
       });
@@ -109,6 +122,20 @@ describe('the end-of-DATA scan in native code', () => {
     }
   });
 
+  it('is not used with another version of the methods it replaces', () => {
+    const proto = SMTPStream.prototype as unknown as { _feedDataStream: (...args: unknown[]) => unknown };
+    const library = proto._feedDataStream;
+    proto._feedDataStream = function patched(this: unknown, ...args: unknown[]) {
+      return library.apply(this, args);
+    };
+    try {
+      expect(dataScanApplies()).toBe(false);
+    } finally {
+      proto._feedDataStream = library;
+    }
+    expect(dataScanApplies()).toBe(true);
+  });
+
   for (const [name, text] of Object.entries(SESSIONS)) {
     it(`parses as the library does when cut anywhere: ${name}`, async () => {
       const bytes = Buffer.from(text, 'latin1');
@@ -117,6 +144,11 @@ describe('the end-of-DATA scan in native code', () => {
       for (const chunks of chunkings(bytes)) {
         const cuts = chunks.map((c) => c.length).join(',');
         expect(await parse(ScanningSmtpStream, chunks), `chunks ${cuts}`).toEqual(await parse(SMTPStream, chunks));
+      }
+      // A size limit inside the message: the same byte counts and the same verdict.
+      for (const chunks of [[bytes], randomChunks(bytes, 7, 5)]) {
+        const library = await parse(SMTPStream, chunks, { maxBytes: 12 });
+        expect(await parse(ScanningSmtpStream, chunks, { maxBytes: 12 })).toEqual(library);
       }
     });
   }
@@ -129,6 +161,12 @@ describe('the end-of-DATA scan in native code', () => {
       const library = await parse(SMTPStream, chunks);
       expect(library.messages[0]).toContain('\r\n.stuffed line 97\r\n');
       expect(await parse(ScanningSmtpStream, chunks)).toEqual(library);
+    }
+    // A reader slower than the sender: the parser waits for the message stream to drain.
+    for (const chunks of [[bytes], randomChunks(bytes, 4, 65_536)]) {
+      const library = await parse(SMTPStream, chunks, { slowReader: true, maxBytes: 50_000 });
+      expect(library.sizes[0]!.sizeExceeded).toBe(true);
+      expect(await parse(ScanningSmtpStream, chunks, { slowReader: true, maxBytes: 50_000 })).toEqual(library);
     }
   });
 });
@@ -144,12 +182,15 @@ describeEachDatabase('the end-of-DATA scan, end to end', (app) => {
     expect(await s.send('MAIL FROM:<a@example.com>')).toMatch(/^250/);
     expect(await s.send(`RCPT TO:<${box.address}>`)).toMatch(/^250/);
     expect(await s.send('DATA')).toMatch(/^354/);
-    // Cut right before and after dots at line starts, and inside the terminator.
+    // Cut right before and after dots at line starts, and inside the terminator; each piece is its
+    // own write and segment (no Nagle), handed to the kernel before the next. The server may still
+    // read several at once: the cuts the parser sees are the unit tests' business above.
     const cuts = [0];
     for (let at = wire.indexOf('\n.'); at !== -1; at = wire.indexOf('\n.', at + 1)) cuts.push(at, at + 1, at + 2);
     cuts.push(wire.length - 2, wire.length);
     const pieces = [...new Set(cuts)].sort((a, b) => a - b).map((c, i, all) => wire.subarray(c, all[i + 1] ?? wire.length)).filter((p) => p.length);
-    for (const piece of pieces.slice(0, -1)) s.write(piece);
+    s.noDelay();
+    for (const piece of pieces.slice(0, -1)) await s.writeAndFlush(piece);
     const stored = await s.send(Buffer.concat([pieces.at(-1)!, Buffer.from('\r\n')]));
     expect(stored).toMatch(/^250 2\.0\.0 Ok: stored eml_/);
     expect(await s.send('NOOP')).toMatch(/^250/);

@@ -107,6 +107,14 @@ export async function smtpSession(app: TestApp) {
     write(data: string | Buffer) {
       socket.write(data);
     },
+    /** Writes and resolves once the bytes are handed to the kernel. */
+    writeAndFlush(data: string | Buffer): Promise<void> {
+      return new Promise((resolve, reject) => socket.write(data, (err) => (err ? reject(err) : resolve())));
+    },
+    /** Sends each write as its own segment (no Nagle). */
+    noDelay() {
+      socket.setNoDelay(true);
+    },
     end() {
       socket.end();
     },
