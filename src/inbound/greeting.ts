@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { randomLabel } from '../ids.ts';
 import { dataScanApplies, ScanningSmtpConnection } from './smtp-data-scan.ts';
 
-/** The connection class: the library's, with its end-of-DATA scan in native code where its parser has the expected shape. */
+/** The connection class: ours (the end-of-DATA scan in native code) while the library's replaced methods are the ones it was written against. */
 const Connection = dataScanApplies() ? ScanningSmtpConnection : SMTPConnection;
 
 /**
