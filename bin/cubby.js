@@ -4,10 +4,12 @@
 // CUBBY_RUNTIME=tsx asks for it, the TypeScript sources through tsx's loader.
 import { pathToFileURL } from 'node:url';
 
-// `serve` tunes its process (libuv's pool, V8's tier-up budget) before any file I/O and before the
-// program's modules load; other commands run with Node's defaults.
+// `serve` waits on many fsyncs at once (each received message and upload syncs its blobs and
+// their directories on libuv's pool); the default pool of 4 threads queues them behind each other
+// while the disk could take more. Read once, when the pool starts: set before any file I/O, and
+// left alone when the operator set it.
 const serving = process.argv[2] === 'serve';
-if (serving) (await import('./serve-tuning.js')).tuneForServing();
+if (serving && !process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = '16';
 const { compiledTree, keepFresh } = await import('./compiled.js');
 // A server says why it runs from the sources (it then needs more memory); a command stays quiet.
 const onFallback = (err) => serving && console.error(`cubby: running the TypeScript sources through tsx: the compiled tree could not be built (${err.message})`);
