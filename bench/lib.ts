@@ -35,6 +35,33 @@ export const cpuSince = (pid: number, from: { all: number; main: number }) => {
   return { all: round(now.all - from.all, 2), main_thread: round(now.main - from.main, 2) };
 };
 
+/**
+ * The whole machine's CPU time so far, in clock ticks (the first line of /proc/stat): all of it,
+ * the idle part (idle and iowait) and the part the hypervisor gave to other guests (steal). Zeros
+ * where /proc/stat is not readable.
+ */
+export function hostCpu(): { total: number; idle: number; steal: number } {
+  try {
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
+    return { total: user! + nice! + system! + idle! + iowait! + irq! + softirq! + steal!, idle: idle! + iowait!, steal: steal! };
+  } catch {
+    return { total: 0, idle: 0, steal: 0 };
+  }
+}
+
+/**
+ * How busy the machine was between two readings, as shares of all its cores' time: `busy_pct`
+ * (every process, the benchmark's own included) and `steal_pct` (time the hypervisor ran other
+ * guests instead: a figure taken with more than a few percent stolen was not taken on a quiet
+ * machine). Nulls when nothing could be read.
+ */
+export function hostCpuBetween(from: ReturnType<typeof hostCpu>, to: ReturnType<typeof hostCpu> = hostCpu()): { busy_pct: number | null; steal_pct: number | null } {
+  const total = to.total - from.total;
+  if (total <= 0) return { busy_pct: null, steal_pct: null };
+  const steal = to.steal - from.steal;
+  return { busy_pct: round((100 * (total - (to.idle - from.idle) - steal)) / total, 1), steal_pct: round((100 * steal) / total, 1) };
+}
+
 export const clientCpu = (u: NodeJS.CpuUsage) => round((u.user + u.system) / 1e6, 2);
 
 /** A fresh run dir under the scratch dir, which gets `chattr +T` first (see the bench README). */

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { BENCH_DIR, client, cpuSplit, gitCommit, log, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
+import { BENCH_DIR, client, cpuSplit, gitCommit, hostCpu, hostCpuBetween, log, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
 import { benchDatabase } from './database.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { SessionProbe } from './smtp-probe.ts';
@@ -44,6 +44,8 @@ interface Sample {
   buckets: [number, number][];
   /** Resident memory by kind (MiB, /proc/PID/status): anonymous (heaps, buffers), file-backed (code, memory maps of the database), shared (SQLite's WAL index). */
   rss: { anon: number; file: number; shmem: number };
+  /** The machine's CPU time so far (bench/lib.ts hostCpu). */
+  host: ReturnType<typeof hostCpu>;
 }
 
 /** RssAnon, RssFile and RssShmem of a process, in MiB (zeros where /proc is not readable). */
@@ -73,7 +75,7 @@ async function scrape(base: string, pid: number, leaveOut = 0): Promise<Sample> 
       buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
     }
   }
-  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid) };
+  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid), host: hostCpu() };
 }
 
 /** The p-th percentile (ms) of the observations between two scrapes, interpolated inside its bucket. */
@@ -112,6 +114,8 @@ function phase(samples: Sample[], fromCount: number, toCount: number) {
     data_end_to_250_ms: { p50: percentileMs(a, b, 50), p95: percentileMs(a, b, 95), p99: percentileMs(a, b, 99) },
     // The largest resident memory sampled in this phase (anonymous + file-backed + shared, MiB).
     rss_mb_max: round(Math.max(...samples.filter((x) => x.t >= a.t && x.t <= b.t).map((x) => x.rss.anon + x.rss.file + x.rss.shmem)), 0),
+    // The whole machine meanwhile: load generator and server busy, and time stolen by the host.
+    host_cpu: hostCpuBetween(a.host, b.host),
   };
 }
 
@@ -208,6 +212,8 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
       node: process.version,
       cpus: os.cpus().length,
       loadavg_at_end: os.loadavg().map((n) => round(n, 2)),
+      // Over the whole run, every server's turn included (each phase of Cubby's has its own).
+      host_cpu: hostCpuBetween(samples[0]!.host, samples.at(-1)!.host),
       cubby: {
         '5k': { msgs_per_s: cubby['5k']!.msgs_per_s, ok: cubby['5k']!.ok, ...phase(samples, warmup, warmup + msgs5k), ...(probe ? { session_steps_ms: probe.summary() } : {}) },
         '100k': { msgs_per_s: cubby['100k']!.msgs_per_s, ok: cubby['100k']!.ok, ...phase(samples, warmup + msgs5k, expected) },

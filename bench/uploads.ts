@@ -26,7 +26,7 @@ import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { getHashed, putStream } from '../test/stream-http.ts';
 import { percentile } from './smtp-client.ts';
-import { client, clientCpu, cpuSeconds, cpuSince, cpuSplit, gitCommit, inParallel, log, makeRunDir, round, send, serveOptions } from './lib.ts';
+import { client, clientCpu, cpuSeconds, cpuSince, cpuSplit, gitCommit, hostCpu, hostCpuBetween, inParallel, log, makeRunDir, round, send, serveOptions } from './lib.ts';
 
 const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
 const SMALL_BYTES = 4096;
@@ -87,6 +87,7 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
     calls[kind].push(performance.now() - t);
     return out;
   };
+  const host0 = hostCpu();
   const cpu0 = cpuSplit(server.pid);
   const client0 = process.cpuUsage();
   const t0 = performance.now();
@@ -161,6 +162,9 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
     goal_files_per_s: 800,
     server_cpu_s: cpuSince(server.pid, cpu0),
     client_cpu_s: clientCpu(process.cpuUsage(client0)),
+    // The whole machine meanwhile (client and server busy, time stolen by the host): the figure
+    // swings with other guests' load more than with most changes.
+    host_cpu: hostCpuBetween(host0),
     phases_s: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(v, 3)])),
     phases_server_main_thread_cpu_s: Object.fromEntries(Object.entries(phaseCpu).map(([k, v]) => [k, round(v, 2)])),
     // With PIPELINE, a finalize_batch runs beside the next declaration: the two share the server.
@@ -357,7 +361,7 @@ async function main() {
       commit: gitCommit(),
       small_files: small,
       // The same measurement of the warm-up session (null without WARMUP_FILES): the first after boot.
-      warm_up: warmUp && { files: warmUp.files, files_per_s: warmUp.files_per_s, server_cpu_s: warmUp.server_cpu_s, client_cpu_s: warmUp.client_cpu_s },
+      warm_up: warmUp && { files: warmUp.files, files_per_s: warmUp.files_per_s, server_cpu_s: warmUp.server_cpu_s, client_cpu_s: warmUp.client_cpu_s, host_cpu: warmUp.host_cpu },
       large_file: large,
       dd_random_fsync: { mb_s: ddMean, before: ddBefore, after: ddAfter },
       put_to_dd_ratio: round(large.put_mb_s / ddMean, 2),
