@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmarks in bench/ (uploads.ts, smtp.ts). The server itself is
 // started with test/serve-process.ts; this file holds what the bench scripts need around it.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -60,6 +61,63 @@ export function hostCpuBetween(from: ReturnType<typeof hostCpu>, to: ReturnType<
   if (total <= 0) return { busy_pct: null, steal_pct: null };
   const steal = to.steal - from.steal;
   return { busy_pct: round((100 * (total - (to.idle - from.idle) - steal)) / total, 1), steal_pct: round((100 * steal) / total, 1) };
+}
+
+/** Where machineSpeed's work leaves a result, so that V8 cannot drop the work as unused. */
+export const speedSink = { value: 0 };
+
+/**
+ * How fast this machine runs fixed work right now, in ms: `js_ms`, a loop of integer arithmetic in
+ * JavaScript; `sha256_ms`, hashing 16 MiB; `copy_ms`, copying 64 MiB in memory (each the fastest
+ * of five tries, after one untimed try); and `fsync_ms`, the median of 20 writes of 4 KiB each
+ * followed by fdatasync, in `dir` (on the disk the server writes to). One program's figures on one
+ * machine drift by a third from one quarter-hour to the next with no stolen time to show for it
+ * (docs/bench-smtp.md, 2026-12-07); these tell a slower machine or disk from a slower run. Lower
+ * is faster; about a quarter of a second in all.
+ */
+export function machineSpeed(dir: string): { js_ms: number; sha256_ms: number; copy_ms: number; fsync_ms: number } {
+  const data = Buffer.alloc(16 * 1024 * 1024, 7);
+  const from = Buffer.alloc(64 * 1024 * 1024, 1);
+  const to = Buffer.allocUnsafe(from.length);
+  const fastest = (work: () => number) => {
+    speedSink.value += work();
+    let min = Infinity;
+    for (let i = 0; i < 5; i++) {
+      const t = performance.now();
+      speedSink.value += work();
+      min = Math.min(min, performance.now() - t);
+    }
+    return round(min, 2);
+  };
+  return {
+    js_ms: fastest(() => {
+      let x = 1;
+      for (let i = 0; i < 5_000_000; i++) x = (x * 31 + i) % 1_000_003;
+      return x;
+    }),
+    sha256_ms: fastest(() => createHash('sha256').update(data).digest()[0]!),
+    copy_ms: fastest(() => from.copy(to)),
+    fsync_ms: fsyncMedian(dir),
+  };
+}
+
+function fsyncMedian(dir: string): number {
+  const file = path.join(dir, `.fsync-probe-${process.pid}`);
+  const fd = fs.openSync(file, 'w');
+  const block = Buffer.alloc(4096, 1);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < 20; i++) {
+      const t = performance.now();
+      fs.writeSync(fd, block, 0, block.length, i * block.length);
+      fs.fdatasyncSync(fd);
+      times.push(performance.now() - t);
+    }
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+  }
+  return round(times.sort((a, b) => a - b)[10]!, 2);
 }
 
 export const clientCpu = (u: NodeJS.CpuUsage) => round((u.user + u.system) / 1e6, 2);

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { BENCH_DIR, client, cpuSplit, gitCommit, hostCpu, hostCpuBetween, log, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
+import { BENCH_DIR, client, cpuSplit, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
 import { benchDatabase } from './database.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { SessionProbe } from './smtp-probe.ts';
@@ -160,6 +160,7 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
 
     // The probe's mailbox is its own, so that the harness's mailbox still counts the harness's messages.
     const probe = process.env.PROBE === '1' ? await sessionProbe(api, server.smtpPort) : null;
+    const speedBefore = machineSpeed(runDir);
     const copy = harnessCopy(harness);
     const scratch = path.join(runDir, 'peers');
     fs.mkdirSync(scratch);
@@ -193,6 +194,7 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
     const results = peers.results as Record<string, Record<string, { msgs_per_s: number; server_cpu_s: number; msgs: number; ok: boolean }> & { server_max_rss_mb: number }>;
     const cubby = results.cubby!;
     const stored = Number((await api('GET', `/v1/mailboxes/${box.id}`)).data.mailbox.email.message_count);
+    const speedAfter = machineSpeed(runDir);
     const expected = warmup + msgs5k + msgs100k;
     const ratios: Record<string, Record<string, number | null>> = {};
     for (const size of ['5k', '100k']) {
@@ -214,6 +216,8 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
       loadavg_at_end: os.loadavg().map((n) => round(n, 2)),
       // Over the whole run, every server's turn included (each phase of Cubby's has its own).
       host_cpu: hostCpuBetween(samples[0]!.host, samples.at(-1)!.host),
+      // Fixed work timed before and after the run (bench/lib.ts machineSpeed): was the machine slower today?
+      machine_speed: { before: speedBefore, after: speedAfter },
       cubby: {
         '5k': { msgs_per_s: cubby['5k']!.msgs_per_s, ok: cubby['5k']!.ok, ...phase(samples, warmup, warmup + msgs5k), ...(probe ? { session_steps_ms: probe.summary() } : {}) },
         '100k': { msgs_per_s: cubby['100k']!.msgs_per_s, ok: cubby['100k']!.ok, ...phase(samples, warmup + msgs5k, expected) },

@@ -26,7 +26,7 @@ import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
 import { getHashed, putStream } from '../test/stream-http.ts';
 import { percentile } from './smtp-client.ts';
-import { client, clientCpu, cpuSeconds, cpuSince, cpuSplit, gitCommit, hostCpu, hostCpuBetween, inParallel, log, makeRunDir, round, send, serveOptions } from './lib.ts';
+import { client, clientCpu, cpuSeconds, cpuSince, cpuSplit, gitCommit, hostCpu, hostCpuBetween, inParallel, log, machineSpeed, makeRunDir, round, send, serveOptions } from './lib.ts';
 
 const SMALL_FILES = Number(process.env.SMALL_FILES ?? 1000);
 const SMALL_BYTES = 4096;
@@ -324,7 +324,9 @@ async function main() {
       warmUp = await smallFiles(server, api, WARMUP_FILES);
       log(`    warm-up: ${warmUp.files_per_s} files/s`);
     }
+    const speedBefore = machineSpeed(runDir);
     const small = await smallFiles(server, api);
+    const speedAfter = machineSpeed(runDir);
     log(`    ${small.files_per_s} files/s (${small.wall_s} s)`);
 
     log(`(b) generating ${LARGE_MIB} MiB of random data in ${shmFile}`);
@@ -360,6 +362,8 @@ async function main() {
       cpus: os.cpus().length,
       commit: gitCommit(),
       small_files: small,
+      // Fixed work timed just before and after (a): was the machine slower than on another day?
+      machine_speed: { before: speedBefore, after: speedAfter },
       // The same measurement of the warm-up session (null without WARMUP_FILES): the first after boot.
       warm_up: warmUp && { files: warmUp.files, files_per_s: warmUp.files_per_s, server_cpu_s: warmUp.server_cpu_s, client_cpu_s: warmUp.client_cpu_s, host_cpu: warmUp.host_cpu },
       large_file: large,
