@@ -29,11 +29,22 @@ export function cpuSeconds(pid: number, tid?: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** CPU seconds of the whole process and of its main (JavaScript) thread. */
-export const cpuSplit = (pid: number) => ({ all: cpuSeconds(pid), main: cpuSeconds(pid, pid) });
-export const cpuSince = (pid: number, from: { all: number; main: number }) => {
+/** The kernel's part of a process's CPU seconds so far, and its minor page faults (/proc/PID/stat). */
+function kernelShare(pid: number): { system: number; minorFaults: number } {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { system: Number(fields[12]) / 100, minorFaults: Number(fields[7]) };
+}
+
+/** CPU seconds of the whole process and of its main (JavaScript) thread, with the kernel's part and the page faults. */
+export const cpuSplit = (pid: number) => ({ all: cpuSeconds(pid), main: cpuSeconds(pid, pid), ...kernelShare(pid) });
+/**
+ * CPU seconds since `from`: the whole process's, its main thread's, and of the whole the part spent
+ * in the kernel (system calls, page faults); `minor_faults` counts the pages the process touched
+ * for the first time meanwhile (a fresh heap's growth costs kernel time, not the program's own).
+ */
+export const cpuSince = (pid: number, from: ReturnType<typeof cpuSplit>) => {
   const now = cpuSplit(pid);
-  return { all: round(now.all - from.all, 2), main_thread: round(now.main - from.main, 2) };
+  return { all: round(now.all - from.all, 2), main_thread: round(now.main - from.main, 2), system: round(now.system - from.system, 2), minor_faults: now.minorFaults - from.minorFaults };
 };
 
 /**

@@ -106,7 +106,7 @@ async function measure(target: Target, recipients: string[]) {
   return { run, warmup, figures: figures(run, bytes, server, clientCpuS) };
 }
 
-function serverFigures(pid: number, cpu0: { all: number; main: number }, run: LoadResult) {
+function serverFigures(pid: number, cpu0: ReturnType<typeof cpuSplit>, run: LoadResult) {
   const cpu = cpuSince(pid, cpu0);
   const mem = procMemory(pid);
   return {
