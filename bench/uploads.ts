@@ -15,7 +15,9 @@
 //   (b) one 1 GiB PUT of random data (generated into /dev/shm first) and its download through
 //       the download link, with the server's RSS; and `dd … conv=fsync` of the same bytes to the
 //       same folder just before and just after the PUT, as the limit (their mean).
-// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, WARMUP_FILES, BATCH, PIPELINE, DECLARE_FIRST, PUTS (PUTs in flight, default 8), LARGE_MIB, BENCH_SCRATCH,
+//   After (a), its peer: as many 4 KiB PUTs to a plain durable file server (bench/upload-peer.mjs,
+//       a durable create per PUT), with `small_files_to_peer_ratio`; PEER=0 skips it.
+// Progress goes to stderr; one JSON line to stdout. Env: SMALL_FILES, WARMUP_FILES, BATCH, PIPELINE, DECLARE_FIRST, PUTS (PUTs in flight, default 8), PEER, LARGE_MIB, BENCH_SCRATCH,
 // KEEP_RUN_DIR=1 (keep the run dir), SERVE_NODE_ARGS (node options for the server, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof"), SERVE_STDOUT_FILE (keeps the server's stdout: V8's traces).
 import { spawn, spawnSync } from 'node:child_process';
@@ -251,6 +253,43 @@ function dd(input: string, runDir: string, name: string) {
   return { bytes: Number(m[1]), s: round(seconds, 3), mb_s: round(Number(m[1]) / MB / seconds, 0) };
 }
 
+/**
+ * (a)'s peer (bench/upload-peer.mjs, PEER=0 skips it): the same number of 4 KiB files PUT to a
+ * plain durable file server, PUTS at a time over the same client, right after (a): what the least
+ * durable upload server does on this machine at that moment. It does not follow (a)'s swings from
+ * run to run (docs/bench-smtp.md, 2026-12-07): the ratio is context, not a corrected figure.
+ */
+async function peerFigures(runDir: string, count = SMALL_FILES) {
+  const dir = path.join(runDir, 'peer');
+  fs.mkdirSync(dir);
+  const files = Array.from({ length: count }, () => randomBytes(SMALL_BYTES));
+  // The same libuv pool as `cubby serve` sets up for its fsyncs.
+  const child = spawn(process.execPath, [path.join(import.meta.dirname, 'upload-peer.mjs'), dir], { env: { ...process.env, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!).port);
+      });
+      child.once('exit', (code) => reject(new Error(`upload peer exited with ${code}`)));
+    });
+    const cpu0 = cpuSplit(child.pid!);
+    const client0 = process.cpuUsage();
+    const t0 = performance.now();
+    await inParallel(files, PUTS, async (bytes) => {
+      const res = await send('PUT', `http://127.0.0.1:${port}/f`, { 'content-type': 'application/octet-stream', 'content-md5': md5(bytes) }, bytes);
+      if (res.status !== 200) throw new Error(`peer PUT: ${res.status} ${res.text}`);
+    });
+    const wall = (performance.now() - t0) / 1000;
+    const stored = fs.readdirSync(dir).length;
+    if (stored !== new Set(files.map(sha256)).size) throw new Error(`the peer stored ${stored} of ${count} files`);
+    return { files: count, wall_s: round(wall, 3), files_per_s: round(count / wall, 0), server_cpu_s: cpuSince(child.pid!, cpu0), client_cpu_s: clientCpu(process.cpuUsage(client0)) };
+  } finally {
+    child.kill();
+  }
+}
+
 /** (b) One large PUT, save and download, with the server's memory. */
 async function largeFile(server: ServeProcess, api: ReturnType<typeof client>, file: string, digests: { md5Base64: string; sha256: string }) {
   const bucket = (await api('POST', '/api/v1/buckets', { bucket: { title: `bench large ${Date.now()}` } })).data.bucket;
@@ -328,6 +367,8 @@ async function main() {
     const small = await smallFiles(server, api);
     const speedAfter = machineSpeed(runDir);
     log(`    ${small.files_per_s} files/s (${small.wall_s} s)`);
+    const peer = process.env.PEER === '0' ? null : await peerFigures(runDir);
+    if (peer) log(`    peer (durable creates over HTTP, same client): ${peer.files_per_s} files/s; Cubby ${round(small.files_per_s / peer.files_per_s, 2)}× of it`);
 
     log(`(b) generating ${LARGE_MIB} MiB of random data in ${shmFile}`);
     const digests = randomFile(shmFile);
@@ -364,6 +405,9 @@ async function main() {
       small_files: small,
       // Fixed work timed just before and after (a): was the machine slower than on another day?
       machine_speed: { before: speedBefore, after: speedAfter },
+      // (a)'s peer in the same run (null with PEER=0), and (a) as a share of it.
+      small_files_peer: peer,
+      small_files_to_peer_ratio: peer && round(small.files_per_s / peer.files_per_s, 2),
       // The same measurement of the warm-up session (null without WARMUP_FILES): the first after boot.
       warm_up: warmUp && { files: warmUp.files, files_per_s: warmUp.files_per_s, server_cpu_s: warmUp.server_cpu_s, client_cpu_s: warmUp.client_cpu_s, host_cpu: warmUp.host_cpu },
       large_file: large,
