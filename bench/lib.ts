@@ -83,8 +83,8 @@ export const speedSink = { value: 0 };
  * of five tries, after one untimed try); and `fsync_ms`, the median of 20 writes of 4 KiB each
  * followed by fdatasync, in `dir` (on the disk the server writes to). One program's figures on one
  * machine drift by a third from one quarter-hour to the next with no stolen time to show for it
- * (docs/bench-smtp.md, 2026-12-07); these tell a slower machine or disk from a slower run. Lower
- * is faster; about a quarter of a second in all.
+ * (docs/bench-smtp.md, 2026-12-07); these tell a slower machine or disk from a slower run (that
+ * day they stayed flat while the upload figure swung). Lower is faster; about a quarter of a second.
  */
 export function machineSpeed(dir: string): { js_ms: number; sha256_ms: number; copy_ms: number; fsync_ms: number } {
   const data = Buffer.alloc(16 * 1024 * 1024, 7);
