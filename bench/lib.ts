@@ -23,24 +23,30 @@ export function serveOptions(): { nodeArgs?: string[]; stdoutFile?: string } {
   return { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean), stdoutFile: process.env.SERVE_STDOUT_FILE || undefined };
 }
 
-/** user+system CPU seconds so far of a process or thread (/proc/…/stat, clock ticks of 1/100 s). */
-export function cpuSeconds(pid: number, tid?: number): number {
-  const fields = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+/** The fields of /proc/…/stat after the command name, for a process or one of its threads. */
+function procStat(pid: number, tid?: number): string[] {
+  return fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
 }
 
-/** The kernel's part of a process's CPU seconds so far, and its minor page faults (/proc/PID/stat). */
-function kernelShare(pid: number): { system: number; minorFaults: number } {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return { system: Number(fields[12]) / 100, minorFaults: Number(fields[7]) };
-}
+/** user+system CPU seconds from /proc/…/stat's fields (clock ticks of 1/100 s). */
+const statCpuSeconds = (fields: string[]) => (Number(fields[11]) + Number(fields[12])) / 100;
 
-/** CPU seconds of the whole process and of its main (JavaScript) thread, with the kernel's part and the page faults. */
-export const cpuSplit = (pid: number) => ({ all: cpuSeconds(pid), main: cpuSeconds(pid, pid), ...kernelShare(pid) });
+/** user+system CPU seconds so far of a process or thread. */
+export const cpuSeconds = (pid: number, tid?: number): number => statCpuSeconds(procStat(pid, tid));
+
 /**
- * CPU seconds since `from`: the whole process's, its main thread's, and of the whole the part spent
- * in the kernel (system calls, page faults); `minor_faults` counts the pages the process touched
- * for the first time meanwhile (a fresh heap's growth costs kernel time, not the program's own).
+ * CPU seconds so far of the whole process and of its main (JavaScript) thread; of the whole, the
+ * kernel's part (system calls, page faults), and the process's minor page faults.
+ */
+export function cpuSplit(pid: number) {
+  const fields = procStat(pid);
+  return { all: statCpuSeconds(fields), main: cpuSeconds(pid, pid), system: Number(fields[12]) / 100, minorFaults: Number(fields[7]) };
+}
+
+/**
+ * CPU seconds since `from` (cpuSplit): the whole process's, its main thread's and the kernel's part;
+ * `minor_faults` counts the pages the process touched for the first time meanwhile (a fresh heap's
+ * growth costs kernel time, not the program's own).
  */
 export const cpuSince = (pid: number, from: ReturnType<typeof cpuSplit>) => {
   const now = cpuSplit(pid);
@@ -75,7 +81,7 @@ export function hostCpuBetween(from: ReturnType<typeof hostCpu>, to: ReturnType<
 }
 
 /** Where machineSpeed's work leaves a result, so that V8 cannot drop the work as unused. */
-export const speedSink = { value: 0 };
+const speedSink = { value: 0 };
 
 /**
  * How fast this machine runs fixed work right now, in ms: `js_ms`, a loop of integer arithmetic in

@@ -164,8 +164,8 @@ async function smallFiles(server: ServeProcess, api: ReturnType<typeof client>, 
     goal_files_per_s: 800,
     server_cpu_s: cpuSince(server.pid, cpu0),
     client_cpu_s: clientCpu(process.cpuUsage(client0)),
-    // The whole machine meanwhile (client and server busy, time stolen by the host): the figure
-    // swings with other guests' load more than with most changes.
+    // The whole machine meanwhile (client and server busy, time stolen by the host): a figure taken
+    // with more than a few percent stolen was not taken on a quiet machine.
     host_cpu: hostCpuBetween(host0),
     phases_s: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(v, 3)])),
     phases_server_main_thread_cpu_s: Object.fromEntries(Object.entries(phaseCpu).map(([k, v]) => [k, round(v, 2)])),
