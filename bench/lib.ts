@@ -44,6 +44,29 @@ export function cpuSplit(pid: number) {
 }
 
 /**
+ * user+system CPU seconds so far of every process named `comm` (e.g. `postgres`: the database
+ * server's backends and its own processes), to set a database's work per message beside the
+ * server's. A process that exits between two readings takes its seconds with it: the server's
+ * pooled connections live through a run.
+ */
+export function processesCpuSeconds(comm: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const open = stat.indexOf('(');
+      const close = stat.lastIndexOf(')');
+      if (stat.slice(open + 1, close) !== comm) continue;
+      total += statCpuSeconds(stat.slice(close + 2).split(' '));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+/**
  * CPU seconds since `from` (cpuSplit): the whole process's, its main thread's and the kernel's part;
  * `minor_faults` counts the pages the process touched for the first time meanwhile (a fresh heap's
  * growth costs kernel time, not the program's own).

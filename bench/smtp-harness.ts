@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { BENCH_DIR, client, cpuSplit, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
+import { BENCH_DIR, client, cpuSplit, processesCpuSeconds, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
 import { benchDatabase } from './database.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { SessionProbe } from './smtp-probe.ts';
@@ -46,6 +46,8 @@ interface Sample {
   rss: { anon: number; file: number; shmem: number };
   /** The machine's CPU time so far (bench/lib.ts hostCpu). */
   host: ReturnType<typeof hostCpu>;
+  /** The Postgres server's CPU seconds so far (all its processes), when Cubby runs on Postgres. */
+  databaseCpu: number | null;
 }
 
 /** RssAnon, RssFile and RssShmem of a process, in MiB (zeros where /proc is not readable). */
@@ -60,7 +62,7 @@ function rssSplit(pid: number): Sample['rss'] {
 }
 
 /** `leaveOut`: messages accepted for someone other than the harness (the session probe's). */
-async function scrape(base: string, pid: number, leaveOut = 0): Promise<Sample> {
+async function scrape(base: string, pid: number, leaveOut = 0, databaseComm: string | null = null): Promise<Sample> {
   const res = await fetch(`${base}/metrics`);
   const text = await res.text();
   const cpu = cpuSplit(pid);
@@ -75,7 +77,7 @@ async function scrape(base: string, pid: number, leaveOut = 0): Promise<Sample> 
       buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
     }
   }
-  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid), host: hostCpu() };
+  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid), host: hostCpu(), databaseCpu: databaseComm ? processesCpuSeconds(databaseComm) : null };
 }
 
 /** The p-th percentile (ms) of the observations between two scrapes, interpolated inside its bucket. */
@@ -109,6 +111,8 @@ function phase(samples: Sample[], fromCount: number, toCount: number) {
     messages_sampled: n,
     cpu_ms_per_msg: n ? round(((b.cpuAll - a.cpuAll) * 1000) / n, 2) : null,
     cpu_main_thread_ms_per_msg: n ? round(((b.cpuMain - a.cpuMain) * 1000) / n, 2) : null,
+    // On Postgres: the database server's CPU per message (its own processes, beside Cubby's).
+    ...(a.databaseCpu !== null && b.databaseCpu !== null ? { database_cpu_ms_per_msg: n ? round(((b.databaseCpu - a.databaseCpu) * 1000) / n, 2) : null } : {}),
     cpu_cores_busy: s ? round((b.cpuAll - a.cpuAll) / s, 2) : null,
     msgs_per_commit: b.commits > a.commits ? round(n / (b.commits - a.commits), 2) : null,
     data_end_to_250_ms: { p50: percentileMs(a, b, 50), p95: percentileMs(a, b, 95), p99: percentileMs(a, b, 99) },
@@ -167,18 +171,20 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
     const samples: Sample[] = [];
     const pid = server.pid;
     const base = server.base;
+    // A Postgres on this machine (the benchmark's own): its processes' CPU per message, beside Cubby's.
+    const databaseComm = database.kind === 'postgres' ? 'postgres' : null;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         // Read before the scrape: a probe message counted by the server but not yet answered is at most one.
-        const sample = await scrape(base, pid, probe?.accepted ?? 0);
+        const sample = await scrape(base, pid, probe?.accepted ?? 0, databaseComm);
         samples.push(sample);
         if (probe && sample.accepted >= warmup + msgs5k * 0.1) probe.start();
         if (probe && sample.accepted >= warmup + msgs5k * 0.9) await probe.stop();
         await new Promise((r) => setTimeout(r, 500));
       }
       await probe?.stop();
-      samples.push(await scrape(base, pid, probe?.accepted ?? 0));
+      samples.push(await scrape(base, pid, probe?.accepted ?? 0, databaseComm));
     })();
     const child = spawn('bash', [path.join(copy, 'smtp-peers.sh')], {
       env: { ...process.env, EXTRA_SMTP: `127.0.0.1:${server.smtpPort}`, EXTRA_NAME: 'cubby', EXTRA_PID: String(pid), RCPT: box.email.address, BENCH_SCRATCH: scratch, MSGS_5K: String(msgs5k), MSGS_100K: String(msgs100k), WARMUP: String(warmup) },

@@ -87,6 +87,40 @@ describeEachDatabase('compiled queries', (app) => {
     expect(Number(stored.n)).toBe(5_001);
   });
 
+  it('on Postgres sends rows as one JSON parameter, one text for any row count; values JSON would change take the values list, stored as the builder stores them', async () => {
+    const { db, dialect } = app().started.deps;
+    const insert = compiledInsert('blobs', (qb) => qb.onConflict((oc: any) => oc.column('sha256').doNothing()));
+    const sha = (s: string) => `ci-${s}-${Math.random()}`;
+    const row = (s: string, extra: Record<string, unknown> = {}) => ({ sha256: sha(s), byte_size: 3, md5: 'm', created_at: '2026-03-01T00:00:00.000Z', inline_bytes: null, ...extra });
+    const one = insert.compile(db, [row('a')]);
+    const three = insert.compile(db, [row('b'), row('c'), row('d')]);
+    if (dialect === 'postgres') {
+      expect(one.sql).toBe(three.sql);
+      expect(one.sql).toContain('json_populate_recordset');
+      expect(one.parameters).toHaveLength(1);
+    } else {
+      expect(one.sql).not.toBe(three.sql);
+    }
+    // Bytes, and a string with a lone surrogate, go as a values list (JSON would carry neither as is).
+    const bytes = row('bytes', { inline_bytes: Buffer.from([0, 1, 255]) });
+    const surrogate = row('surrogate', { md5: 'a\ud800b' });
+    for (const r of [bytes, surrogate]) expect(insert.compile(db, [r]).sql).not.toContain('json_populate_recordset');
+    expect(await insert(db, [bytes, surrogate, row('plain', { md5: 'ünï \u{1F600} "q" \\ \n' })])).toBe(3n);
+    const builder = row('builder', { md5: 'a\ud800b' });
+    await db.insertInto('blobs').values(builder).execute();
+    const stored = await db.selectFrom('blobs').select(['sha256', 'md5', 'inline_bytes']).where('sha256', 'in', [bytes.sha256, surrogate.sha256, builder.sha256]).execute();
+    const by = new Map(stored.map((r) => [r.sha256, r]));
+    expect(Buffer.from(by.get(bytes.sha256)!.inline_bytes as Uint8Array)).toEqual(Buffer.from([0, 1, 255]));
+    expect(by.get(surrogate.sha256)!.md5).toBe(by.get(builder.sha256)!.md5);
+    const plain = await db.selectFrom('blobs').select('md5').where('sha256', 'like', 'ci-plain-%').execute();
+    expect(plain.map((r) => r.md5)).toContain('ünï \u{1F600} "q" \\ \n');
+    // A number that is not finite is refused as the builder refuses it (JSON would have made it null).
+    const nan = row('nan', { byte_size: Number.NaN });
+    expect(insert.compile(db, [nan]).sql).not.toContain('json_populate_recordset');
+    await expect(insert(db, [nan])).rejects.toThrow();
+    expect(await db.selectFrom('blobs').select('sha256').where('sha256', '=', nan.sha256).execute()).toEqual([]);
+  });
+
   it('inserts a row that the cached text cannot take (a missing column, an expression) through the builder', async () => {
     const { db } = app().started.deps;
     const insert = compiledInsert('received_usage');

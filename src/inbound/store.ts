@@ -1,4 +1,4 @@
-import type { CompiledQuery, Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { AppDeps } from '../context.ts';
 import type { BlobsTable, DB, EmailsTable, EventsTable, FilesTable, FileVersionsTable, MailboxVersionsTable } from '../db/schema.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
@@ -145,9 +145,7 @@ export async function commitDeliveries(deps: AppDeps, deliveries: InboundDeliver
     for (const q of INSERTS.emails.compileChunks(trx, batch.emails)) writes.add(q);
     for (const q of indexWrites ?? []) writes.add(q);
     for (const q of eventInserts(trx, batch.events)) writes.add(q);
-    for (const m of mailboxes.values()) {
-      if (m.last) writes.add(UPDATE_MAILBOX.compile(trx, m.id, m.versionId, m.versionNumber, m.storage, m.files, m.seq, m.messages, m.unread, m.last.at, m.last.path));
-    }
+    for (const q of mailboxUpdates(trx, deps.dialect, mailboxes.values())) writes.add(q);
     writes.add(receivedUsageUpsert(trx, deliveries[0]!.receivedAt, usage), { returning: true });
     // The live announcements (NOTIFY on Postgres, delivered at commit) in the same statement.
     for (const q of liveAnnouncements(trx, deps.dialect, deps.config.databaseSchema, deps.events?.live ?? undefined, batch.events)) writes.add(q, { call: true });
@@ -203,6 +201,25 @@ const UPDATE_MAILBOX = compiledQuery(
       .where('id', '=', id),
   10,
 );
+
+/**
+ * The group's mailboxes' new counters and version. On Postgres one statement of a fixed text for
+ * any number of mailboxes (rows as JSON, read with the table's column types), which
+ * src/db/pg-prepared.ts prepares once; on SQLite, where a statement is a function call, one
+ * compiled update per mailbox.
+ */
+function mailboxUpdates(trx: Kysely<DB>, dialect: Dialect, mailboxes: Iterable<MailboxState>): CompiledQuery[] {
+  const changed = [...mailboxes].filter((m) => m.last);
+  if (!changed.length) return [];
+  if (dialect !== 'postgres') return changed.map((m) => UPDATE_MAILBOX.compile(trx, m.id, m.versionId, m.versionNumber, m.storage, m.files, m.seq, m.messages, m.unread, m.last!.at, m.last!.path));
+  const rows = changed.map((m) => ({ id: m.id, version_id: m.versionId, version_number: m.versionNumber, storage_bytes: m.storage, files_count: m.files, email_seq: m.seq, message_count: m.messages, unread_count: m.unread, last_received_at: m.last!.at, last_received_path: m.last!.path }));
+  return [CompiledQuery.raw(UPDATE_MAILBOXES_FROM_JSON, [JSON.stringify(rows)])];
+}
+
+const UPDATE_MAILBOXES_FROM_JSON = `update mailboxes as m set version_id = v.version_id, version_number = v.version_number, storage_bytes = v.storage_bytes, files_count = v.files_count,
+  email_seq = v.email_seq, message_count = v.message_count, unread_count = v.unread_count, last_received_at = v.last_received_at, last_received_path = v.last_received_path,
+  updated_at = v.last_received_at
+  from json_populate_recordset(null::mailboxes, $1::json) as v where m.id = v.id`;
 
 const INSERTS = {
   files: compiledInsert('files'),

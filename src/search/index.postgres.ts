@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { CompiledQuery, sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { SearchQuery, Term } from './query.ts';
 import { contentTerms, normalizeText } from './query.ts';
@@ -29,6 +29,30 @@ const TEXT_CHARS = 150 * 1024;
 // From this many words on, a text goes to Postgres as its distinct words and their positions
 // (src/search/word-positions.ts); a shorter one (a subject, an address) costs less parsed whole.
 const WORDS_BY_POSITION = 64;
+
+const DOC_FIELDS = ['subject', 'sender', 'recipients', 'names', 'body', 'attachments'] as const;
+
+/**
+ * A field's tsvector from its JSON: the finished tsvector's text (`_v`), its words and their
+ * positions (`_w`, `_p`: search_tsvector_from_words), or its normalized text (`_n`).
+ */
+const fieldVector = (f: string) =>
+  `case when d.${f}_v is not null then d.${f}_v::tsvector when d.${f}_w is not null then search_tsvector_from_words($2::regconfig, d.${f}_w, d.${f}_p) else to_tsvector($2::regconfig, coalesce(d.${f}_n, '')) end`;
+
+/** Email search documents from `$1` (JSON rows, see emailWrites) in the configuration named `$2`. */
+const EMAIL_DOCS_FROM_JSON = `insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
+  select email_id, mailbox_id, attachment_shas, setweight(subject, 'A') || setweight(sender, 'B') || setweight(recipients || names, 'C') || body || attachments,
+    subject, sender, recipients, names
+  from (select d.email_id, d.mailbox_id, d.attachment_shas, ${DOC_FIELDS.map((f) => `${fieldVector(f)} as ${f}`).join(', ')}
+    from json_to_recordset($1::json) as d (email_id text, mailbox_id text, attachment_shas text, ${DOC_FIELDS.map((f) => `${f}_v text, ${f}_w text, ${f}_p text[], ${f}_n text`).join(', ')})) as d
+  on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
+    tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`;
+
+/** A string JSON carries as the parameter list would: lone surrogates become U+FFFD, as in UTF-8. */
+function wellFormed(s: string): string {
+  const t = s as unknown as { isWellFormed(): boolean; toWellFormed(): string };
+  return t.isWellFormed() ? s : t.toWellFormed();
+}
 
 /** The ranked rows of a `n left join page` result (one row with no id when the page is empty). */
 function rankedRows<K extends 'email_id' | 'file_id'>(rows: ({ [k in K]: string | null } & { rank: number | null; total: number })[], id: K): Ranked<{ [k in K]: string } & { rank: number }> {
@@ -83,22 +107,31 @@ export class PostgresSearchIndex implements SearchIndex {
     const latest = [...new Map(docs.map((d) => [d.emailId, d])).values()];
     const out: CompiledQuery[] = [];
     for (let i = 0; i < latest.length; i += 200) {
-      // Each field's tsvector is made once, in the values list, and the weighted whole is put
-      // together from them.
-      const values = latest
-        .slice(i, i + 200)
-        .map(
-          (d) =>
-            sql`(${d.emailId}, ${d.mailboxId}, ${JSON.stringify(d.attachmentShas)}, ${this.vec(d.subject)}, ${this.vec(d.sender)}, ${this.vec(d.recipients)}, ${this.vec(d.names)}, ${d.preparedBody ? this.vecOf(d.preparedBody) : this.vec(d.body, BODY_CHARS)}, ${this.vec(d.attachments, ATTACHMENT_CHARS)})`,
-        );
-      out.push(
-        sql`insert into email_search_docs (email_id, mailbox_id, attachment_shas, tsv, tsv_subject, tsv_sender, tsv_recipients, tsv_names)
-        select email_id, mailbox_id, attachment_shas, setweight(subject, 'A') || setweight(sender, 'B') || setweight(recipients || names, 'C') || body || attachments,
-          subject, sender, recipients, names
-        from (values ${sql.join(values)}) as d (email_id, mailbox_id, attachment_shas, subject, sender, recipients, names, body, attachments)
-        on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
-          tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`.compile(db),
-      );
+      // The documents go as one JSON parameter, each field as the tsvector's text, its words, or
+      // its normalized text (whichever it was prepared as): one text for every group, which
+      // src/db/pg-prepared.ts prepares once (a `values` list per group was parsed and planned
+      // anew each time, the tsvectors' texts included).
+      const rows = latest.slice(i, i + 200).map((d) => {
+        const row: Record<string, unknown> = { email_id: d.emailId, mailbox_id: d.mailboxId, attachment_shas: JSON.stringify(d.attachmentShas) };
+        const fields: [string, PreparedText][] = [
+          ['subject', this.prepare(d.subject)],
+          ['sender', this.prepare(d.sender)],
+          ['recipients', this.prepare(d.recipients)],
+          ['names', this.prepare(d.names)],
+          ['body', d.preparedBody ?? this.prepare(d.body, BODY_CHARS)],
+          ['attachments', this.prepare(d.attachments, ATTACHMENT_CHARS)],
+        ];
+        for (const [name, { tsvector, words, normalized }] of fields) {
+          if (tsvector != null) row[`${name}_v`] = wellFormed(tsvector);
+          else if (words) {
+            const args = functionArguments(words);
+            row[`${name}_w`] = wellFormed(args.words);
+            row[`${name}_p`] = args.positions;
+          } else row[`${name}_n`] = wellFormed(normalized ?? '');
+        }
+        return row;
+      });
+      out.push(CompiledQuery.raw(EMAIL_DOCS_FROM_JSON, [JSON.stringify(rows), this.language]));
     }
     return out;
   }
