@@ -2,6 +2,7 @@
 // BENCH_DATABASE_URL is set (a fresh schema per run, dropped at the end). SERVE_ENV adds server
 // settings ("CUBBY_A=1 CUBBY_B=2"): serveEnv() keeps the runner's own CUBBY_* out of the server.
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import pg from 'pg';
 
 export interface BenchDatabase {
@@ -9,6 +10,12 @@ export interface BenchDatabase {
   /** Server settings for it, SERVE_ENV's included. */
   env: Record<string, string>;
   drop(): Promise<void>;
+  /**
+   * The pid of the Postgres server's postmaster when it runs on this machine and /proc shows it
+   * (its CPU is then read with bench/lib.ts processTreeCpuSeconds); null otherwise (SQLite, or a
+   * server elsewhere).
+   */
+  postmasterPid(): Promise<number | null>;
 }
 
 export function benchDatabase(name: string): BenchDatabase {
@@ -20,7 +27,7 @@ export function benchDatabase(name: string): BenchDatabase {
       return [kv.slice(0, at), kv.slice(at + 1)];
     }),
   );
-  if (!url) return { kind: 'sqlite', env: extra, drop: async () => undefined };
+  if (!url) return { kind: 'sqlite', env: extra, drop: async () => undefined, postmasterPid: async () => null };
   const schema = `bench_${name}_${randomBytes(4).toString('hex')}`;
   return {
     kind: 'postgres',
@@ -36,5 +43,27 @@ export function benchDatabase(name: string): BenchDatabase {
       await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await c.end();
     },
+    async postmasterPid() {
+      // This connection's backend is a child of the postmaster: its parent in /proc, if it is here.
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ pid: number }>('select pg_backend_pid() as pid');
+        return parentPid(rows[0]!.pid);
+      } finally {
+        await c.end();
+      }
+    },
   };
+}
+
+/** The parent of a process on this machine, or null when /proc does not show it. */
+function parentPid(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(ppid) && ppid > 1 ? ppid : null;
+  } catch {
+    return null;
+  }
 }

@@ -44,23 +44,24 @@ export function cpuSplit(pid: number) {
 }
 
 /**
- * user+system CPU seconds so far of every process named `comm` (e.g. `postgres`: the database
- * server's backends and its own processes), to set a database's work per message beside the
- * server's. A process that exits between two readings takes its seconds with it: the server's
- * pooled connections live through a run.
+ * CPU seconds so far of a process and its children (e.g. a Postgres postmaster and its backends),
+ * to set a database's work per message beside the server's: each process's own user+system time,
+ * and the root's children's time that it has collected (cutime+cstime), so that a backend that
+ * exits between two readings (an idle pooled connection closed after 10 s) keeps its seconds in the
+ * total.
  */
-export function processesCpuSeconds(comm: string): number {
+export function processTreeCpuSeconds(root: number): number {
   let total = 0;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const open = stat.indexOf('(');
-      const close = stat.lastIndexOf(')');
-      if (stat.slice(open + 1, close) !== comm) continue;
-      total += statCpuSeconds(stat.slice(close + 2).split(' '));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const pid = Number(entry);
+      if (pid === root) total += statCpuSeconds(fields) + (Number(fields[13]) + Number(fields[14])) / 100;
+      else if (Number(fields[1]) === root) total += statCpuSeconds(fields);
     } catch {
-      // gone meanwhile
+      // gone meanwhile: its seconds are in the root's collected time
     }
   }
   return total;

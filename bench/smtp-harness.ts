@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { BENCH_DIR, client, cpuSplit, processesCpuSeconds, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
+import { BENCH_DIR, client, cpuSplit, processTreeCpuSeconds, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
 import { benchDatabase } from './database.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { SessionProbe } from './smtp-probe.ts';
@@ -46,7 +46,7 @@ interface Sample {
   rss: { anon: number; file: number; shmem: number };
   /** The machine's CPU time so far (bench/lib.ts hostCpu). */
   host: ReturnType<typeof hostCpu>;
-  /** The Postgres server's CPU seconds so far (all its processes), when Cubby runs on Postgres. */
+  /** The Postgres server's CPU seconds so far (its postmaster and backends), when Cubby runs on a Postgres on this machine. */
   databaseCpu: number | null;
 }
 
@@ -62,7 +62,7 @@ function rssSplit(pid: number): Sample['rss'] {
 }
 
 /** `leaveOut`: messages accepted for someone other than the harness (the session probe's). */
-async function scrape(base: string, pid: number, leaveOut = 0, databaseComm: string | null = null): Promise<Sample> {
+async function scrape(base: string, pid: number, leaveOut = 0, postmaster: number | null = null): Promise<Sample> {
   const res = await fetch(`${base}/metrics`);
   const text = await res.text();
   const cpu = cpuSplit(pid);
@@ -77,7 +77,7 @@ async function scrape(base: string, pid: number, leaveOut = 0, databaseComm: str
       buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
     }
   }
-  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid), host: hostCpu(), databaseCpu: databaseComm ? processesCpuSeconds(databaseComm) : null };
+  return { t: performance.now(), accepted: accepted - leaveOut, commits, cpuAll: cpu.all, cpuMain: cpu.main, buckets, rss: rssSplit(pid), host: hostCpu(), databaseCpu: postmaster ? processTreeCpuSeconds(postmaster) : null };
 }
 
 /** The p-th percentile (ms) of the observations between two scrapes, interpolated inside its bucket. */
@@ -171,20 +171,20 @@ export async function runWithPeerHarness(harness: string): Promise<void> {
     const samples: Sample[] = [];
     const pid = server.pid;
     const base = server.base;
-    // A Postgres on this machine (the benchmark's own): its processes' CPU per message, beside Cubby's.
-    const databaseComm = database.kind === 'postgres' ? 'postgres' : null;
+    // A Postgres on this machine: its postmaster's and backends' CPU per message, beside Cubby's.
+    const postmaster = await database.postmasterPid();
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         // Read before the scrape: a probe message counted by the server but not yet answered is at most one.
-        const sample = await scrape(base, pid, probe?.accepted ?? 0, databaseComm);
+        const sample = await scrape(base, pid, probe?.accepted ?? 0, postmaster);
         samples.push(sample);
         if (probe && sample.accepted >= warmup + msgs5k * 0.1) probe.start();
         if (probe && sample.accepted >= warmup + msgs5k * 0.9) await probe.stop();
         await new Promise((r) => setTimeout(r, 500));
       }
       await probe?.stop();
-      samples.push(await scrape(base, pid, probe?.accepted ?? 0, databaseComm));
+      samples.push(await scrape(base, pid, probe?.accepted ?? 0, postmaster));
     })();
     const child = spawn('bash', [path.join(copy, 'smtp-peers.sh')], {
       env: { ...process.env, EXTRA_SMTP: `127.0.0.1:${server.smtpPort}`, EXTRA_NAME: 'cubby', EXTRA_PID: String(pid), RCPT: box.email.address, BENCH_SCRATCH: scratch, MSGS_5K: String(msgs5k), MSGS_100K: String(msgs100k), WARMUP: String(warmup) },
