@@ -2,8 +2,8 @@
 // BENCH_DATABASE_URL is set (a fresh schema per run, dropped at the end). SERVE_ENV adds server
 // settings ("CUBBY_A=1 CUBBY_B=2"): serveEnv() keeps the runner's own CUBBY_* out of the server.
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import pg from 'pg';
+import { procStat } from './lib.ts';
 
 export interface BenchDatabase {
   kind: 'sqlite' | 'postgres';
@@ -60,8 +60,7 @@ export function benchDatabase(name: string): BenchDatabase {
 /** The parent of a process on this machine, or null when /proc does not show it. */
 function parentPid(pid: number): number | null {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const ppid = Number(procStat(pid)[1]);
     return Number.isInteger(ppid) && ppid > 1 ? ppid : null;
   } catch {
     return null;

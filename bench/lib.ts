@@ -23,9 +23,15 @@ export function serveOptions(): { nodeArgs?: string[]; stdoutFile?: string } {
   return { nodeArgs: process.env.SERVE_NODE_ARGS?.split(/\s+/).filter(Boolean), stdoutFile: process.env.SERVE_STDOUT_FILE || undefined };
 }
 
-/** The fields of /proc/…/stat after the command name, for a process or one of its threads. */
-function procStat(pid: number, tid?: number): string[] {
-  return fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+/**
+ * The fields of /proc/…/stat after the command name, for a process or one of its threads: [0] the
+ * state, [1] the parent's pid, [7] minor faults, [11] and [12] user and system time, [13] and [14]
+ * the time of children it has waited for (clock ticks of 1/100 s). The name may hold spaces and
+ * parentheses: the fields start after its last `)`.
+ */
+export function procStat(pid: number, tid?: number): string[] {
+  const stat = fs.readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /** user+system CPU seconds from /proc/…/stat's fields (clock ticks of 1/100 s). */
@@ -55,9 +61,8 @@ export function processTreeCpuSeconds(root: number): number {
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const pid = Number(entry);
+      const fields = procStat(pid);
       if (pid === root) total += statCpuSeconds(fields) + (Number(fields[13]) + Number(fields[14])) / 100;
       else if (Number(fields[1]) === root) total += statCpuSeconds(fields);
     } catch {

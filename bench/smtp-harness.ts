@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { adminUserAndKey, serveEnv, startServe, type ServeProcess } from '../test/serve-process.ts';
-import { BENCH_DIR, client, cpuSplit, processTreeCpuSeconds, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, round, SCRATCH, serveOptions } from './lib.ts';
+import { BENCH_DIR, client, cpuSplit, gitCommit, hostCpu, hostCpuBetween, log, machineSpeed, makeRunDir, processTreeCpuSeconds, round, SCRATCH, serveOptions } from './lib.ts';
 import { benchDatabase } from './database.ts';
 import { makeMessages } from './smtp-messages.ts';
 import { SessionProbe } from './smtp-probe.ts';

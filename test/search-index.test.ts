@@ -125,6 +125,14 @@ for (const kind of DATABASES) {
       expect(await emails('second')).toEqual([]);
     });
 
+    it('indexes a document whose fields hold lone surrogates (broken UTF-16 from a hostile message) by its other words', async () => {
+      const broken = 'lonely\ud800 surrogate\udfff';
+      const words = Array.from({ length: 80 }, (_, i) => `filler${i}`).join(' ');
+      await database.db.transaction().execute((trx) => index.putEmails(trx, [doc('e8', { subject: `surrogatesubject ${broken}`, sender: broken, body: `${broken} surrogatebody ${words}`, names: `${broken}.txt` })]));
+      expect(await emails('surrogatesubject')).toEqual(['e8']);
+      expect(await emails('surrogatebody')).toEqual(['e8']);
+    });
+
     it('indexes hundreds of kilobytes of random words in every field (Postgres caps tsvectors at 1 MB)', async () => {
       // ~800 KB of distinct words: uncapped, its tsvector would pass Postgres's 1 MB limit.
       const noise = () => Array.from({ length: 75_000 }, () => randomBytes(5).toString('hex')).join(' ');

@@ -186,10 +186,12 @@ export function compiledInsert<T extends InsertTable>(table: T, modify?: (qb: an
   return Object.assign(insert, { compile, compileChunks });
 }
 
-/** Whether JSON carries `v` to Postgres as the parameter list would (see compiledInsert). */
+/** Whether JSON carries `v` to Postgres exactly as the parameter list would (see compiledInsert). */
 function carriedByJson(v: unknown): boolean {
   switch (typeof v) {
     case 'string':
+      // ES2024 (Node 20 has it; the project's TypeScript lib is ES2022). A lone surrogate: JSON
+      // would send a `\ud800` escape that Postgres refuses, the parameter list U+FFFD.
       return (v as unknown as { isWellFormed(): boolean }).isWellFormed();
     case 'number':
       return Number.isFinite(v);

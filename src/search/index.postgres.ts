@@ -48,12 +48,6 @@ const EMAIL_DOCS_FROM_JSON = `insert into email_search_docs (email_id, mailbox_i
   on conflict (email_id) do update set mailbox_id = excluded.mailbox_id, attachment_shas = excluded.attachment_shas, tsv = excluded.tsv, tsv_subject = excluded.tsv_subject,
     tsv_sender = excluded.tsv_sender, tsv_recipients = excluded.tsv_recipients, tsv_names = excluded.tsv_names`;
 
-/** A string JSON carries as the parameter list would: lone surrogates become U+FFFD, as in UTF-8. */
-function wellFormed(s: string): string {
-  const t = s as unknown as { isWellFormed(): boolean; toWellFormed(): string };
-  return t.isWellFormed() ? s : t.toWellFormed();
-}
-
 /** The ranked rows of a `n left join page` result (one row with no id when the page is empty). */
 function rankedRows<K extends 'email_id' | 'file_id'>(rows: ({ [k in K]: string | null } & { rank: number | null; total: number })[], id: K): Ranked<{ [k in K]: string } & { rank: number }> {
   return {
@@ -110,7 +104,8 @@ export class PostgresSearchIndex implements SearchIndex {
       // The documents go as one JSON parameter, each field as the tsvector's text, its words, or
       // its normalized text (whichever it was prepared as): one text for every group, which
       // src/db/pg-prepared.ts prepares once (a `values` list per group was parsed and planned
-      // anew each time, the tsvectors' texts included).
+      // anew each time, the tsvectors' texts included). All three hold letters and digits only
+      // (src/search/query.ts normalizeText, word-positions.ts), so no lone surrogate reaches JSON.
       const rows = latest.slice(i, i + 200).map((d) => {
         const row: Record<string, unknown> = { email_id: d.emailId, mailbox_id: d.mailboxId, attachment_shas: JSON.stringify(d.attachmentShas) };
         const fields: [string, PreparedText][] = [
@@ -122,12 +117,12 @@ export class PostgresSearchIndex implements SearchIndex {
           ['attachments', this.prepare(d.attachments, ATTACHMENT_CHARS)],
         ];
         for (const [name, { tsvector, words, normalized }] of fields) {
-          if (tsvector != null) row[`${name}_v`] = wellFormed(tsvector);
+          if (tsvector != null) row[`${name}_v`] = tsvector;
           else if (words) {
             const args = functionArguments(words);
-            row[`${name}_w`] = wellFormed(args.words);
+            row[`${name}_w`] = args.words;
             row[`${name}_p`] = args.positions;
-          } else row[`${name}_n`] = wellFormed(normalized ?? '');
+          } else row[`${name}_n`] = normalized ?? '';
         }
         return row;
       });
