@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import type { StoredBlob } from './blob-store.ts';
+import { sha256Hex } from '../ids.ts';
 
 // The address and checksums of a blob's bytes: what a store's put() computes, what bytes kept in
 // their database row get (src/blobs/inline-blobs.ts), and what a check of bytes another party wrote
@@ -38,6 +39,6 @@ export function digestBlob(bytes: Uint8Array | readonly Uint8Array[]): StoredBlo
  * (SHA-256 runs on the CPU's SHA extensions, MD5 does not): the MD5 was 15 µs of a 5 KiB message's
  * analysis, about 0.15 ms of a 100 KiB one's.
  */
-export function addressOf(bytes: Uint8Array): StoredBlob {
-  return { sha256: createHash('sha256').update(bytes).digest('hex'), md5Base64: '', byteSize: bytes.byteLength };
+export function addressOf(bytes: Buffer): StoredBlob {
+  return { sha256: sha256Hex(bytes), md5Base64: '', byteSize: bytes.byteLength };
 }

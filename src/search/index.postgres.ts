@@ -108,15 +108,16 @@ export class PostgresSearchIndex implements SearchIndex {
       // (src/search/query.ts normalizeText, word-positions.ts), so no lone surrogate reaches JSON.
       const rows = latest.slice(i, i + 200).map((d) => {
         const row: Record<string, unknown> = { email_id: d.emailId, mailbox_id: d.mailboxId, attachment_shas: JSON.stringify(d.attachmentShas) };
-        const fields: [string, PreparedText][] = [
-          ['subject', this.prepare(d.subject)],
-          ['sender', this.prepare(d.sender)],
-          ['recipients', this.prepare(d.recipients)],
-          ['names', this.prepare(d.names)],
-          ['body', d.preparedBody ?? this.prepare(d.body, BODY_CHARS)],
-          ['attachments', this.prepare(d.attachments, ATTACHMENT_CHARS)],
-        ];
-        for (const [name, { tsvector, words, normalized }] of fields) {
+        const fields: Record<(typeof DOC_FIELDS)[number], PreparedText> = {
+          subject: this.prepare(d.subject),
+          sender: this.prepare(d.sender),
+          recipients: this.prepare(d.recipients),
+          names: this.prepare(d.names),
+          body: d.preparedBody ?? this.prepare(d.body, BODY_CHARS),
+          attachments: this.prepare(d.attachments, ATTACHMENT_CHARS),
+        };
+        for (const name of DOC_FIELDS) {
+          const { tsvector, words, normalized } = fields[name];
           if (tsvector != null) row[`${name}_v`] = tsvector;
           else if (words) {
             const args = functionArguments(words);
