@@ -37,6 +37,7 @@ import * as m0027 from './migrations/0027_file_search_docs_upsert.ts';
 import * as m0028 from './migrations/0028_search_tsvector_from_words.ts';
 import * as m0029 from './migrations/0029_inline_blobs.ts';
 import * as m0030 from './migrations/0030_file_search_docs_once.ts';
+import * as m0031 from './migrations/0031_toast_target.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
@@ -79,6 +80,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0028_search_tsvector_from_words': m0028,
   '0029_inline_blobs': m0029,
   '0030_file_search_docs_once': m0030,
+  '0031_toast_target': m0031,
 };
 
 // Postgres int8 (counts, sums, byte sizes) as numbers: our values stay far below 2^53.
