@@ -23,7 +23,11 @@ const LEARN_BATCH = 2_000;
 const RETRY_AFTER_MS = 60_000;
 
 export class LexemeCache {
-  /** A word's lexeme; null for a stop word; false for a word Postgres turns into several (left to it). */
+  /**
+   * A word's lexeme as it starts its entry in a tsvector's text (`'lexeme':`, quoted once here rather
+   * than for every message); null for a stop word; false for a word Postgres turns into several (left
+   * to it).
+   */
   private readonly known = new Map<string, string | null | false>();
   private readonly wanted = new Set<string>();
   private learning: Promise<void> | null = null;
@@ -45,20 +49,20 @@ export class LexemeCache {
     let merged: Set<string> | null = null;
     let missing = false;
     for (let i = 0; i < w.words.length; i++) {
-      const lexeme = this.known.get(w.words[i]!);
-      if (lexeme === undefined) {
+      const entry = this.known.get(w.words[i]!);
+      if (entry === undefined) {
         missing = true;
         if (this.wanted.size < LEARN_BATCH) this.wanted.add(w.words[i]!);
         continue;
       }
-      if (lexeme === false) return null;
-      if (lexeme === null || missing) continue;
-      const at = byLexeme.get(lexeme);
-      if (!at) byLexeme.set(lexeme, w.positions[i]!);
+      if (entry === false) return null;
+      if (entry === null || missing) continue;
+      const at = byLexeme.get(entry);
+      if (!at) byLexeme.set(entry, w.positions[i]!);
       else {
         // Two words with one stem ("report", "reports"): their positions, in order.
-        byLexeme.set(lexeme, at.concat(w.positions[i]!));
-        (merged ??= new Set()).add(lexeme);
+        byLexeme.set(entry, at.concat(w.positions[i]!));
+        (merged ??= new Set()).add(entry);
       }
     }
     if (missing) {
@@ -66,10 +70,10 @@ export class LexemeCache {
       return null;
     }
     const parts: string[] = [];
-    for (const [lexeme, positions] of byLexeme) {
-      if (merged?.has(lexeme)) positions.sort((a, b) => a - b);
+    for (const [entry, positions] of byLexeme) {
+      if (merged?.has(entry)) positions.sort((a, b) => a - b);
       const kept = positions.length > MAX_POSITIONS ? positions.slice(0, MAX_POSITIONS) : positions;
-      parts.push(`'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}':${kept.join(',')}`);
+      parts.push(entry + kept.join(','));
     }
     return parts.join(' ');
   }
@@ -98,7 +102,7 @@ export class LexemeCache {
       const { rows } = await sql<{ word: string; lexemes: string[] }>`select word, array(select lexeme from unnest(to_tsvector(${this.language}::regconfig, word))) as lexemes
         from unnest(${words}::text[]) as word`.execute(this.db);
       if (this.known.size + rows.length > MAX_WORDS) this.known.clear();
-      for (const { word, lexemes } of rows) this.known.set(word, lexemes.length === 0 ? null : lexemes.length === 1 ? lexemes[0]! : false);
+      for (const { word, lexemes } of rows) this.known.set(word, lexemes.length === 0 ? null : lexemes.length === 1 ? entryStart(lexemes[0]!) : false);
       for (const word of words) this.wanted.delete(word);
     }
   }
@@ -108,6 +112,11 @@ export class LexemeCache {
     const { rows } = await sql<{ ok: boolean }>`select search_config_word_by_word(${this.language}::regconfig) as ok`.execute(this.db);
     return rows[0]?.ok === true;
   }
+}
+
+/** `'lexeme':`, quoted as tsvectorin reads it. */
+function entryStart(lexeme: string): string {
+  return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}':`;
 }
 
 const caches = new WeakMap<Kysely<DB>, Map<string, LexemeCache>>();
