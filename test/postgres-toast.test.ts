@@ -1,15 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './harness.ts';
 import { inbox, receive, type Box } from './emails-helpers.ts';
+import { sha256Hex as sha256 } from '../src/ids.ts';
 
 // Postgres: a 5 KiB message's blobs (message.eml, message.json) and its search document stay whole in
 // their rows instead of being moved to the TOAST tables in 2 KB pieces (migration 0031). Rows longer
 // than a page are still toasted, and read back whole. Long values Cubby writes are compressed with
 // lz4 where the server has it, by the connection's setting (src/db/database.ts), not the columns'.
-
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** Words that neither repeat nor compress: a body whose text and tsvector are each over 2 KB. */
 function distinctWords(n: number): string {

@@ -227,7 +227,8 @@ function makePrivate(file: string): void {
  * value. Received mail compresses each email's text in its commit, where pglz was about 7 % of
  * the database's CPU under SMTP load. A session setting, not a column's: a dump (`cubby admin
  * backup`) restores on a server without lz4, which decompresses and compresses again with its own
- * default. Sent before the connection's first query, which node-postgres queues behind it.
+ * default. Sent before the connection's first query, which node-postgres queues behind it; if it
+ * fails the connection keeps the server's default, and a broken connection fails its next query.
  */
 const LZ4_WHERE_AVAILABLE = `select set_config('default_toast_compression', 'lz4', false)
   from pg_settings where name = 'default_toast_compression' and 'lz4' = any(enumvals)`;
